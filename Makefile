@@ -1,0 +1,48 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+# `setup` is idempotent: it installs only what is missing.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.setup-stamp
+export MUJOCO_GL ?= osmesa
+export PYOPENGL_PLATFORM ?= osmesa
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: setup gl demo test test-slow bench clean
+
+setup: gl $(STAMP)
+
+# Debian's headless GL libraries (OSMesa and EGL with Mesa's software drivers).
+gl:
+	@if ! ldconfig -p | grep -q libOSMesa || ! ldconfig -p | grep -q 'libEGL.so.1'; then \
+	  echo "installing headless GL libraries"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 >/dev/null; \
+	fi
+
+# The CPU torch wheel is installed by exact version first, so that no other
+# requirement pulls a CUDA build.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --disable-pip-version-check torch==2.13.0
+	$(PIP) install -q --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+demo: setup
+	$(PY) scripts/quickstart.py
+
+test: setup
+	$(PY) -m pytest -q
+
+test-slow: setup
+	$(PY) -m pytest -q -m slow
+
+bench: setup
+	$(PY) scripts/bench/env_speed.py
+
+clean:
+	rm -rf $(VENV) runs datasets

@@ -1,0 +1,186 @@
+"""The sequence dataset: windows of consecutive demo steps, cut from arrays held in memory.
+
+Every task's demos are decoded once into memory (images stay uint8) and batches are gathered with
+index arithmetic, so no HDF5 handle is held and nothing needs pickling into worker processes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from libero_ll.data.hdf5 import read_demos
+
+
+@dataclass
+class TaskData:
+    """The demos of one task, in memory.
+
+    Attributes:
+        task_id: the task's position in its suite (also the id batches carry).
+        demos: one dict per demo holding the observation keys used and ``"actions"``, arrays (T, ...).
+        task_emb: (D,) float32 language embedding of the task's instruction.
+    """
+
+    task_id: int
+    demos: list[dict[str, np.ndarray]]
+    task_emb: np.ndarray
+
+    def num_steps(self) -> int:
+        """Total number of steps over the task's demos."""
+        return int(sum(len(d["actions"]) for d in self.demos))
+
+
+def load_task_data(
+    path: str | os.PathLike,
+    task_id: int,
+    task_emb: np.ndarray,
+    obs_keys: Sequence[str],
+    max_demos: int | None = None,
+) -> TaskData:
+    """Load one task's demo file into memory.
+
+    Args:
+        path: the task's HDF5 demo file.
+        task_id: the task's position in its suite.
+        task_emb: (D,) language embedding of the task's instruction; stored as float32.
+        obs_keys: observation keys to load (each must be in the file).
+        max_demos: load at most this many demos (the first ones); None loads all.
+    Raises:
+        LiberoError: the file is missing, malformed, or lacks one of ``obs_keys``.
+    """
+    emb = np.asarray(task_emb, dtype=np.float32)
+    if emb.ndim != 1:
+        raise ValueError(f"task_emb must be a (D,) vector, got shape {emb.shape}")
+    demos = []
+    for demo in read_demos(path, obs_keys=list(obs_keys), max_demos=max_demos):
+        entry = {key: demo.obs[key] for key in obs_keys}
+        entry["actions"] = demo.actions
+        demos.append(entry)
+    return TaskData(task_id=int(task_id), demos=demos, task_emb=emb)
+
+
+class SequenceDataset:
+    """Windows of ``seq_len`` consecutive steps, cut from demos held in memory (uint8 images).
+
+    There is one window per (demo, start step t), t = 0..T-1. A window running past its demo's end is
+    padded by repeating the last step, and its mask is False on the padded steps.
+
+    Args:
+        tasks: the tasks whose demos to hold; their embeddings must share one size D.
+        seq_len: steps per window (10 in the LIBERO protocol).
+        obs_keys: observation keys to hold; every demo must have them.
+    """
+
+    def __init__(self, tasks: Sequence[TaskData], seq_len: int, obs_keys: Sequence[str]) -> None:
+        if seq_len < 1:
+            raise ValueError(f"seq_len must be at least 1, got {seq_len}")
+        self.seq_len = int(seq_len)
+        self.obs_keys = tuple(obs_keys)
+        if "actions" in self.obs_keys:
+            raise ValueError("'actions' is not an observation key")
+        if not tasks:
+            raise ValueError("SequenceDataset needs at least one task")
+        dims = {np.asarray(t.task_emb).shape for t in tasks}
+        if len(dims) != 1 or len(next(iter(dims))) != 1:
+            raise ValueError(
+                f"task embeddings must all be (D,) vectors of one size, got shapes {sorted(dims)}"
+            )
+
+        keys = (*self.obs_keys, "actions")
+        parts: dict[str, list[np.ndarray]] = {key: [] for key in keys}
+        lengths, demo_task, demo_pos = [], [], []
+        for task_pos, task in enumerate(tasks):
+            for d, demo in enumerate(task.demos):
+                for key in keys:
+                    if key not in demo:
+                        raise ValueError(f"task {task.task_id} demo {d} has no '{key}' array")
+                T = len(demo["actions"])
+                for key in keys:
+                    if len(demo[key]) != T:
+                        raise ValueError(
+                            f"task {task.task_id} demo {d}: '{key}' has {len(demo[key])} steps, "
+                            f"actions have {T}"
+                        )
+                    parts[key].append(demo[key])
+                lengths.append(T)
+                demo_task.append(task_pos)
+                demo_pos.append(d)
+        if sum(lengths) == 0:
+            raise ValueError("SequenceDataset needs at least one demo step")
+
+        # One array per key over all demos, so a batch is a single gather per key.
+        self._arrays: dict[str, np.ndarray] = {}
+        for key in keys:
+            arr = np.concatenate(parts[key], axis=0)
+            # Images stay uint8 (4x smaller); they are normalised on the fly by the policy's encoder.
+            self._arrays[key] = arr if arr.dtype == np.uint8 else arr.astype(np.float32, copy=False)
+        del parts
+
+        lengths_a = np.asarray(lengths, dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths_a)[:-1]])
+        # Per window: global index of its first step, of its demo's last step, and where it comes from.
+        self._start = np.arange(int(lengths_a.sum()), dtype=np.int64)
+        self._last = np.repeat(offsets + lengths_a - 1, lengths_a)
+        demo_of_step = np.repeat(np.arange(len(lengths_a)), lengths_a)
+        self._index = np.stack(
+            [
+                np.asarray(demo_task, dtype=np.int64)[demo_of_step],
+                np.asarray(demo_pos, dtype=np.int64)[demo_of_step],
+                self._start - np.repeat(offsets, lengths_a),
+            ],
+            axis=1,
+        )
+        task_ids = np.asarray([t.task_id for t in tasks], dtype=np.int64)
+        self._task_id = task_ids[self._index[:, 0]]
+        self._task_pos = self._index[:, 0]
+        self._task_emb = np.stack([np.asarray(t.task_emb, dtype=np.float32) for t in tasks])
+        self._offsets = np.arange(self.seq_len, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(len(self._start))
+
+    def window_index(self) -> np.ndarray:
+        """(N, 3) int64 array: (task position in ``tasks``, demo index in the task, start step) per window."""
+        return self._index.copy()
+
+    def get_batch(self, indices: np.ndarray | Sequence[int]) -> dict:
+        """Gather the windows at ``indices`` (window numbers in 0..len-1) into torch tensors.
+
+        Returns:
+            ``{"obs": {key: (B, seq_len, ...)}, "actions": (B, seq_len, A) float32,
+            "mask": (B, seq_len) bool, "task_emb": (B, D) float32, "task_id": (B,) int64}``.
+            Images stay uint8 (B, seq_len, H, W, 3); low-dimensional observations are float32. Steps
+            past a demo's end repeat its last step and have mask False.
+        """
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        B, L = len(idx), self.seq_len
+        steps = self._start[idx, None] + self._offsets[None, :]
+        last = self._last[idx, None]
+        mask = steps <= last
+        flat = np.minimum(steps, last).reshape(-1)
+
+        def gather(key: str) -> torch.Tensor:
+            arr = self._arrays[key]
+            return torch.from_numpy(np.take(arr, flat, axis=0).reshape(B, L, *arr.shape[1:]))
+
+        return {
+            "obs": {key: gather(key) for key in self.obs_keys},
+            "actions": gather("actions"),
+            "mask": torch.from_numpy(mask),
+            "task_emb": torch.from_numpy(self._task_emb[self._task_pos[idx]]),
+            "task_id": torch.from_numpy(self._task_id[idx]),
+        }
+
+    def num_steps(self) -> int:
+        """Total number of demo steps held."""
+        return int(len(self._start))
+
+    def nbytes(self) -> int:
+        """Bytes held by the dataset's arrays (data, embeddings and window index), for memory budgets."""
+        held = [*self._arrays.values(), self._task_emb, self._start, self._last, self._index, self._task_id]
+        return int(sum(a.nbytes for a in held))

@@ -1,0 +1,378 @@
+"""Demonstration files: the HDF5 layout shared with LIBERO and robomimic, an atomic writer and readers.
+
+The layout is described in the datasets spec: one file per task, ``data/demo_<i>/...`` groups, and
+dataset-level attributes that say where the demos came from and how images are oriented.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import h5py
+import numpy as np
+
+from libero_ll.errors import LiberoError
+
+OBS_KEYS = ("agentview_rgb", "eye_in_hand_rgb", "joint_states", "gripper_states", "ee_states")
+IMAGE_KEYS = ("agentview_rgb", "eye_in_hand_rgb")
+# Row 0 is the top of the picture, as a person sees it. Written into every file made here.
+IMAGE_CONVENTION = "upright"
+# Row 0 is the bottom of the picture (OpenGL's framebuffer order): robosuite's default, which is what
+# LIBERO and robomimic files hold although they do not say so.
+OPENGL_CONVENTION = "opengl"
+IMAGE_CONVENTIONS = (IMAGE_CONVENTION, OPENGL_CONVENTION)
+
+COMPRESSIONS = ("gzip", "lzf", None)
+_DEMO_NAME = re.compile(r"^demo_(\d+)$")
+
+
+@dataclass
+class Demo:
+    """One demonstration, in memory.
+
+    Attributes:
+        actions: (T, 7) float actions, one per control step.
+        states: (T, S) float64 flattened simulator state before each action (replayable).
+        robot_states: (T, 9) float robot proprioception (gripper 2, ee position 3, ee quaternion 4).
+        obs: observation key -> (T, ...) array; images are uint8 (T, H, W, 3), upright.
+        init_state: (S,) simulator state the episode was reset to.
+        model_file: MJCF XML of the scene the demo was recorded in.
+        seed: seed that made the demo; None when a file read from elsewhere does not record it.
+    Rewards and dones are not held: they are derived on write (1 at the last step, else 0).
+    """
+
+    actions: np.ndarray
+    states: np.ndarray
+    robot_states: np.ndarray
+    obs: dict[str, np.ndarray]
+    init_state: np.ndarray
+    model_file: str = ""
+    seed: int | None = None
+
+    @property
+    def num_steps(self) -> int:
+        """Number of steps T."""
+        return int(len(self.actions))
+
+
+@dataclass
+class DatasetInfo:
+    """The dataset-level attributes of one demo file.
+
+    Dict attributes missing from a file read as ``{}``; other missing attributes read as None
+    (files made by LIBERO or robomimic lack ``generator`` and ``image_convention``).
+    """
+
+    path: Path
+    env_name: str | None
+    problem_info: dict = field(default_factory=dict)
+    bddl_file_name: str | None = None
+    bddl_file_content: str | None = None
+    env_args: dict = field(default_factory=dict)
+    num_demos: int = 0
+    total: int = 0
+    image_convention: str | None = None
+    generator: str | None = None
+
+
+class DemoWriter:
+    """Writes demos into one task file, atomically.
+
+    Use as a context manager: ``with DemoWriter(path, ...) as w: w.add(demo)``. Everything goes to a
+    temporary file in the destination folder that is renamed to ``path`` only on a clean close; if the
+    with-block raises, the temporary file is removed and a file already at ``path`` is left untouched.
+
+    Args:
+        path: destination ``.hdf5`` file; its folder is created if needed.
+        env_name: name of the environment class the demos ran in.
+        problem_info: task metadata (problem name, language instruction, ...), stored as JSON.
+        bddl_file_name: the task file's path or name.
+        bddl_file_content: the task file's text.
+        env_args: keyword arguments that rebuild the environment, stored as JSON.
+        generator: what made the demos, e.g. ``"scripted_expert 0.1.0"`` or ``"teleoperation"``.
+        compression: ``"gzip"``, ``"lzf"`` or None, used for images (and states).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        env_name: str,
+        problem_info: dict,
+        bddl_file_name: str,
+        bddl_file_content: str,
+        env_args: dict,
+        generator: str,
+        compression: str | None = "gzip",
+    ) -> None:
+        if compression not in COMPRESSIONS:
+            raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
+        self.path = Path(path)
+        self.compression = compression
+        self._num_demos = 0
+        self._total = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        os.close(fd)
+        self._tmp_path = Path(tmp)
+        self._file: h5py.File | None = None
+        try:
+            # Format 1.8+ stores large attributes densely; scene MJCF strings exceed the 64 KiB limit
+            # of the oldest format. Every h5py that LIBERO or robomimic use reads it.
+            self._file = h5py.File(self._tmp_path, "w", libver=("v108", "latest"))
+            data = self._file.create_group("data")
+            data.attrs["env_name"] = env_name
+            data.attrs["problem_info"] = json.dumps(problem_info)
+            data.attrs["bddl_file_name"] = str(bddl_file_name)
+            data.attrs["bddl_file_content"] = bddl_file_content
+            data.attrs["env_args"] = json.dumps(env_args)
+            data.attrs["generator"] = generator
+            data.attrs["image_convention"] = IMAGE_CONVENTION
+        except BaseException:
+            self.abort()
+            raise
+
+    def __enter__(self) -> DemoWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    @property
+    def num_demos(self) -> int:
+        """Number of demos added so far."""
+        return self._num_demos
+
+    def add(self, demo: Demo) -> int:
+        """Write one demo as ``data/demo_<i>`` and return its index i (0, 1, 2, ...)."""
+        if self._file is None:
+            raise ValueError(f"DemoWriter for {self.path} is already closed")
+        actions = np.asarray(demo.actions)
+        if actions.ndim != 2 or len(actions) == 0:
+            raise ValueError(f"demo actions must be a non-empty (T, A) array, got shape {actions.shape}")
+        T = len(actions)
+        states = np.asarray(demo.states, dtype=np.float64)
+        robot_states = np.asarray(demo.robot_states)
+        for name, arr in (("states", states), ("robot_states", robot_states)):
+            if arr.ndim != 2 or len(arr) != T:
+                raise ValueError(f"demo {name} must have shape ({T}, n), got {arr.shape}")
+        for key, arr in demo.obs.items():
+            if len(arr) != T:
+                raise ValueError(f"demo obs/{key} has {len(arr)} steps, actions have {T}")
+            if key in IMAGE_KEYS and (np.asarray(arr).dtype != np.uint8 or np.ndim(arr) != 4):
+                raise ValueError(f"demo obs/{key} must be uint8 (T, H, W, 3), got {np.asarray(arr).dtype}")
+
+        index = self._num_demos
+        grp = self._file["data"].create_group(f"demo_{index}")
+        grp.attrs["num_samples"] = T
+        grp.attrs["init_state"] = np.asarray(demo.init_state, dtype=np.float64)
+        grp.attrs["model_file"] = demo.model_file
+        if demo.seed is not None:
+            grp.attrs["seed"] = int(demo.seed)
+        grp.create_dataset("actions", data=actions)
+        grp.create_dataset("states", data=states, compression=self.compression)
+        grp.create_dataset("robot_states", data=robot_states)
+        end = np.zeros(T, dtype=np.uint8)
+        end[-1] = 1
+        grp.create_dataset("rewards", data=end)
+        grp.create_dataset("dones", data=end)
+        obs_grp = grp.create_group("obs")
+        for key, arr in demo.obs.items():
+            arr = np.asarray(arr)
+            if arr.dtype == np.uint8 and arr.ndim == 4:
+                # One frame per chunk: a reader decodes only the frames it asks for.
+                obs_grp.create_dataset(
+                    key, data=arr, chunks=(1, *arr.shape[1:]), compression=self.compression
+                )
+            else:
+                obs_grp.create_dataset(key, data=arr)
+        self._num_demos += 1
+        self._total += T
+        return index
+
+    def close(self) -> None:
+        """Write the totals and move the file into place under its final name."""
+        if self._file is None:
+            return
+        try:
+            data = self._file["data"]
+            data.attrs["num_demos"] = self._num_demos
+            data.attrs["total"] = self._total
+            data.attrs["image_convention"] = IMAGE_CONVENTION
+            self._file.close()
+            self._file = None
+            os.replace(self._tmp_path, self.path)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        """Discard everything written; a file already at ``path`` is left as it was."""
+        if self._file is not None:
+            try:
+                self._file.close()
+            finally:
+                self._file = None
+        self._tmp_path.unlink(missing_ok=True)
+
+
+def _open(path: str | os.PathLike) -> h5py.File:
+    path = Path(path)
+    if not path.is_file():
+        raise LiberoError(f"demo file {path} does not exist")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise LiberoError(f"demo file {path} is not a readable HDF5 file ({e})") from None
+    if "data" not in f or not isinstance(f["data"], h5py.Group):
+        f.close()
+        raise LiberoError(f"demo file {path} has no 'data' group")
+    return f
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.ndarray) and value.shape == ():
+        return _text(value.item())
+    return str(value)
+
+
+def _json_attr(path: Path, attrs: h5py.AttributeManager, key: str) -> dict:
+    if key not in attrs:
+        return {}
+    try:
+        value = json.loads(_text(attrs[key]))
+    except json.JSONDecodeError as e:
+        raise LiberoError(f"demo file {path}: attribute data.{key} is not valid JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise LiberoError(f"demo file {path}: attribute data.{key} must be a JSON object")
+    return value
+
+
+def _demo_names(data: h5py.Group) -> list[str]:
+    """Demo group names in index order (demo_2 before demo_10)."""
+    found = [(int(m.group(1)), name) for name in data.keys() if (m := _DEMO_NAME.match(name))]
+    return [name for _, name in sorted(found)]
+
+
+def _info(path: Path, data: h5py.Group) -> DatasetInfo:
+    attrs = data.attrs
+    names = _demo_names(data)
+
+    def opt(key: str) -> str | None:
+        return _text(attrs[key]) if key in attrs else None
+
+    env_args = _json_attr(path, attrs, "env_args")
+    env_name = opt("env_name") or env_args.get("env_name")
+    if "total" in attrs:
+        total = int(attrs["total"])
+    else:
+        total = sum(int(data[n].attrs.get("num_samples", len(data[n]["actions"]))) for n in names)
+    convention = opt("image_convention")
+    if convention is not None and convention not in IMAGE_CONVENTIONS:
+        raise LiberoError(
+            f"demo file {path}: attribute data.image_convention is {convention!r}, "
+            f"expected one of {IMAGE_CONVENTIONS}"
+        )
+    return DatasetInfo(
+        path=path,
+        env_name=env_name,
+        problem_info=_json_attr(path, attrs, "problem_info"),
+        bddl_file_name=opt("bddl_file_name"),
+        bddl_file_content=opt("bddl_file_content"),
+        env_args=env_args,
+        num_demos=int(attrs["num_demos"]) if "num_demos" in attrs else len(names),
+        total=total,
+        image_convention=convention,
+        generator=opt("generator"),
+    )
+
+
+def read_info(path: str | os.PathLike) -> DatasetInfo:
+    """Read the dataset-level attributes of a demo file.
+
+    Args:
+        path: an HDF5 demo file (made here, or by LIBERO or robomimic).
+    Raises:
+        LiberoError: the file is missing, is not HDF5, lacks ``data``, or holds a malformed attribute.
+    """
+    path = Path(path)
+    with _open(path) as f:
+        return _info(path, f["data"])
+
+
+def read_demos(
+    path: str | os.PathLike,
+    obs_keys: Sequence[str] | None = None,
+    max_demos: int | None = None,
+    *,
+    upright: bool = True,
+) -> list[Demo]:
+    """Read demos in index order (demo_0, demo_1, ..., sorted numerically).
+
+    Args:
+        path: an HDF5 demo file (made here, or by LIBERO or robomimic).
+        obs_keys: observation keys to load; None loads every key in each demo's ``obs`` group.
+        max_demos: read at most this many demos (the first ones); None reads all.
+        upright: return images upright. Files that say (or, lacking ``image_convention``, are assumed
+            to hold) OpenGL-ordered images, as LIBERO's and robomimic's do, are flipped vertically.
+    Returns:
+        One Demo per demo group. Missing ``states``/``robot_states`` read as (T, 0) arrays, a missing
+        ``init_state`` as the first state, a missing ``model_file`` as "" and a missing seed as None.
+    Raises:
+        LiberoError: the file is missing or not HDF5, or lacks ``data``, ``actions`` or a requested key.
+    """
+    path = Path(path)
+    with _open(path) as f:
+        data = f["data"]
+        info = _info(path, data)
+        flip = upright and (info.image_convention or OPENGL_CONVENTION) == OPENGL_CONVENTION
+        names = _demo_names(data)
+        if max_demos is not None:
+            names = names[: max(int(max_demos), 0)]
+        demos = []
+        for name in names:
+            grp = data[name]
+            if "actions" not in grp:
+                raise LiberoError(f"demo file {path}: data/{name} has no 'actions' dataset")
+            actions = grp["actions"][()]
+            T = len(actions)
+            states = grp["states"][()] if "states" in grp else np.zeros((T, 0))
+            robot_states = grp["robot_states"][()] if "robot_states" in grp else np.zeros((T, 0))
+            obs_grp = grp["obs"] if "obs" in grp else None
+            keys = list(obs_keys) if obs_keys is not None else (list(obs_grp.keys()) if obs_grp else [])
+            obs = {}
+            for key in keys:
+                if obs_grp is None or key not in obs_grp:
+                    raise LiberoError(f"demo file {path}: data/{name}/obs has no '{key}' dataset")
+                arr = obs_grp[key][()]
+                if flip and arr.dtype == np.uint8 and arr.ndim == 4:
+                    arr = np.ascontiguousarray(arr[:, ::-1])
+                obs[key] = arr
+            attrs = grp.attrs
+            if "init_state" in attrs:
+                init_state = np.asarray(attrs["init_state"])
+            else:
+                init_state = states[0].copy() if len(states) else np.zeros(0)
+            demos.append(
+                Demo(
+                    actions=actions,
+                    states=states,
+                    robot_states=robot_states,
+                    obs=obs,
+                    init_state=init_state,
+                    model_file=_text(attrs["model_file"]) if "model_file" in attrs else "",
+                    seed=int(attrs["seed"]) if "seed" in attrs else None,
+                )
+            )
+        return demos

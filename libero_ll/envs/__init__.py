@@ -1,0 +1,1 @@
+"""Simulated environments built from task files."""

@@ -1,0 +1,318 @@
+"""`LiberoEnv`: a simulated task built from a task file, with the observations and actions of shared/spec/datasets.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from libero_ll.assets.categories import ARENAS, affordances, get_model
+from libero_ll.bddl.parser import parse_file
+from libero_ll.bddl.spec import TaskSpec
+from libero_ll.bddl.validate import validate
+from libero_ll.envs.gl import ensure_gl_backend
+from libero_ll.errors import LiberoError
+
+CAMERAS = {"agentview_rgb": "agentview", "eye_in_hand_rgb": "robot0_eye_in_hand"}
+ROBOT_PREFIXES = ("robot0_", "gripper0_", "fixed_mount0_")
+
+
+@dataclass
+class EnvConfig:
+    """How a task is simulated and observed.
+
+    Args:
+        image_size: height and width of both camera images, pixels (128 in the paper's protocol).
+        control_freq: policy steps per simulated second (20 Hz in the paper).
+        max_steps: episode cap for rollouts, policy steps (600 in the paper).
+        shadows: draw shadows (slower in software rendering).
+        reflections: draw reflections (slower).
+        robot_mesh: "visual" draws the robot's detailed meshes; "collision" draws its simple collision
+            hulls, several times faster to render on a CPU (the scene objects look the same either way).
+        settle_steps: zero-action policy steps after placing objects so that they come to rest.
+        render: whether to render camera images at all (off for fast expert dry runs).
+    """
+
+    image_size: int = 128
+    control_freq: int = 20
+    max_steps: int = 600
+    shadows: bool = False
+    reflections: bool = False
+    robot_mesh: str = "visual"
+    settle_steps: int = 10
+    render: bool = True
+    cameras: dict = field(default_factory=lambda: dict(CAMERAS))
+
+
+def load_task(path_or_spec) -> TaskSpec:
+    """A validated TaskSpec from a path or an already parsed spec; LiberoError listing every problem."""
+    spec = path_or_spec if isinstance(path_or_spec, TaskSpec) else parse_file(str(path_or_spec))
+    errors = validate(spec, affordances())
+    if errors:
+        raise LiberoError("\n".join(str(e) for e in errors))
+    if spec.problem_class not in ARENAS:
+        raise LiberoError(
+            f"{spec.path or '<task>'}: scene family {spec.problem_class!r} is not available yet; "
+            f"available: {', '.join(ARENAS.names())}"
+        )
+    return spec
+
+
+class LiberoEnv:
+    """One task's simulation: reset (sampled or from a stored state), step, observe, check the goal.
+
+    Args:
+        task: a task file path or a parsed TaskSpec.
+        config: EnvConfig (defaults: the paper's 128x128 images at 20 Hz).
+    """
+
+    def __init__(self, task, config: EnvConfig | None = None):
+        self.config = config or EnvConfig()
+        self.spec = load_task(task)
+        self.arena = ARENAS.get(self.spec.problem_class)
+        ensure_gl_backend()
+        from robosuite.controllers import load_composite_controller_config
+
+        from libero_ll.envs.placement import sample_placements
+        from libero_ll.envs.predicates import Geometry
+        from libero_ll.envs.scene import TaskScene
+
+        self._sample_placements = sample_placements
+        ctrl = load_composite_controller_config(controller="BASIC", robot="Panda")
+        self.scene = TaskScene(self.spec, self.arena, ctrl, control_freq=self.config.control_freq)
+        self.scene.reset()
+        self.model = self.scene.sim.model._model
+        self.data = self.scene.sim.data._data
+        workspace = next(i for i, c in self.spec.instances().items() if get_model(c).kind == "workspace")
+        self.workspace = workspace
+        bodies = {inst: obj.root_body for inst, obj in self.scene.mj_objects.items()}
+        table_regions = {
+            name: list(r.ranges)
+            for name, r in self.spec.regions.items()
+            if r.ranges and r.target == workspace
+        }
+        self.geometry = Geometry(
+            self.model, self.data, bodies, (workspace, "table"), table_regions, [0, 0, self.arena.table_top_z]
+        )
+        self._joint_qpos = {
+            inst: self.model.jnt_qposadr[self.model.body_jntadr[self.geometry.body_of[inst]]]
+            for inst, obj in self.scene.mj_objects.items()
+            if get_model(self.spec.instances()[inst]).kind == "object"
+        }
+        robot = self.scene.robots[0]
+        self._arm_qpos = np.array(robot._ref_joint_pos_indexes)
+        self._grip_qpos = np.array(robot._ref_gripper_joint_pos_indexes["right"])
+        self._eef_site = robot.eef_site_id["right"]
+        self._renderers: dict = {}
+        self._style_rendering()
+        self.steps = 0
+
+    # ------------------------------------------------------------------ rendering
+
+    def _style_rendering(self) -> None:
+        import mujoco
+
+        m = self.model
+        m.vis.quality.offsamples = 0
+        m.vis.global_.offwidth = max(m.vis.global_.offwidth, self.config.image_size)
+        m.vis.global_.offheight = max(m.vis.global_.offheight, self.config.image_size)
+        if self.config.robot_mesh == "collision":
+            for g in range(m.ngeom):
+                body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]) or ""
+                if not body.startswith(ROBOT_PREFIXES):
+                    continue
+                if m.geom_group[g] == 1 and m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH:
+                    m.geom_group[g] = 3
+                elif m.geom_group[g] == 0:
+                    m.geom_group[g] = 1
+                    m.geom_rgba[g] = (0.82, 0.82, 0.84, 1.0) if "finger" not in body else (0.25, 0.25, 0.27, 1.0)
+        elif self.config.robot_mesh != "visual":
+            raise LiberoError(f"robot_mesh must be 'visual' or 'collision', not {self.config.robot_mesh!r}")
+        self._scene_option = mujoco.MjvOption()
+        self._scene_option.geomgroup[:] = [0, 1, 1, 0, 0, 0]
+
+    def render(self, camera: str, size: int | None = None) -> np.ndarray:
+        """An upright RGB image (row 0 is the top) from a named camera, uint8 (H, W, 3)."""
+        import mujoco
+
+        size = size or self.config.image_size
+        r = self._renderers.get(size)
+        if r is None:
+            r = mujoco.Renderer(self.model, size, size)
+            r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.config.shadows
+            r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = self.config.reflections
+            r.scene.flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = False
+            self._renderers[size] = r
+        r.update_scene(self.data, camera=camera, scene_option=self._scene_option)
+        return r.render()
+
+    # ------------------------------------------------------------------ state
+
+    def get_state(self) -> np.ndarray:
+        """The flattened simulator state (time, qpos, qvel), replayable with `reset_to`."""
+        return np.asarray(self.scene.sim.get_state().flatten(), dtype=np.float64)
+
+    def _sync_controller(self) -> None:
+        # The operational-space controller keeps goals from the previous episode; start from here.
+        import mujoco
+
+        mujoco.mj_forward(self.model, self.data)
+        self.scene.robots[0].composite_controller.reset()
+        self.geometry.record_start()
+        self.steps = 0
+
+    def reset(self, seed: int | None = None) -> dict:
+        """Start an episode from a freshly sampled initial state.
+
+        Args:
+            seed: seeds the placement sampler; the same seed gives the same initial state.
+        """
+        rng = np.random.default_rng(seed)
+        self.scene.reset()
+        poses = self._sample_placements(self.spec, self.arena, rng)
+        for inst, pose in poses.items():
+            if inst in self._joint_qpos:
+                adr = self._joint_qpos[inst]
+                self.data.qpos[adr : adr + 7] = np.concatenate([pose.pos, pose.quat_wxyz()])
+            else:
+                bid = self.geometry.body_of[inst]
+                self.model.body_pos[bid] = pose.pos
+                self.model.body_quat[bid] = pose.quat_wxyz()
+        self.data.qvel[:] = 0
+        self._sync_controller()
+        zero = np.zeros(7)
+        zero[6] = -1.0
+        for _ in range(self.config.settle_steps):
+            self.scene.step(zero)
+        self.data.time = 0.0
+        self._sync_controller()
+        return self.observe()
+
+    def reset_to(self, state: np.ndarray) -> dict:
+        """Start an episode from a stored flattened state (a fixed initial state or a demo's init_state)."""
+        self.scene.reset()
+        state = np.asarray(state, dtype=np.float64)
+        if state.shape != self.get_state().shape:
+            raise LiberoError(
+                f"state has {state.shape[0]} numbers but this task's simulator state has {self.get_state().shape[0]}; "
+                "was it recorded from a different task file?"
+            )
+        self.scene.sim.set_state_from_flattened(state)
+        self._sync_controller()
+        return self.observe()
+
+    def sample_init_states(self, n: int, seed: int) -> np.ndarray:
+        """n initial states sampled with a fixed seed, (n, S): the evaluator starts rollouts from these."""
+        rng = np.random.default_rng(seed)
+        states = []
+        for _ in range(n):
+            self.reset(seed=int(rng.integers(2**31)))
+            states.append(self.get_state())
+        return np.stack(states)
+
+    # ------------------------------------------------------------------ stepping
+
+    def step(self, action: np.ndarray) -> tuple[dict, bool, dict]:
+        """Apply one action (7 numbers in [-1, 1]) for one control period.
+
+        Returns:
+            (observation, done, info): done when the goal holds or max_steps is reached;
+            info["success"] says whether the goal holds.
+        """
+        action = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+        if action.shape != (7,):
+            raise LiberoError(f"an action is 7 numbers, got shape {action.shape}")
+        self.scene.step(action)
+        self.steps += 1
+        success = self.check_goal()
+        done = success or self.steps >= self.config.max_steps
+        return self.observe(), done, {"success": success}
+
+    def check_goal(self) -> bool:
+        """Whether the task's goal formula holds now."""
+        return self.geometry.evaluate(self.spec.goal)
+
+    def predicate_values(self, predicates) -> list[tuple[str, bool]]:
+        """(text, holds) for each predicate, for `libero-ll check --load`."""
+        out = []
+        for p in predicates:
+            try:
+                v = self.geometry.holds(p)
+            except LiberoError as e:
+                raise LiberoError(f"{p.name}({', '.join(p.args)}): {e}") from None
+            out.append((f"({p.name} {' '.join(p.args)})", v))
+        return out
+
+    # ------------------------------------------------------------------ observations
+
+    def robot_proprio(self) -> dict:
+        """joint_states (7), gripper_states (2), ee_states (pos 3 + axis-angle 3), and the eef rotation matrix."""
+        d = self.data
+        pos = d.site_xpos[self._eef_site].copy()
+        rot = d.site_xmat[self._eef_site].reshape(3, 3).copy()
+        return {
+            "joint_states": d.qpos[self._arm_qpos].astype(np.float32),
+            "gripper_states": d.qpos[self._grip_qpos].astype(np.float32),
+            "ee_states": np.concatenate([pos, rotation_to_axis_angle(rot)]).astype(np.float32),
+            "ee_pos": pos,
+            "ee_rot": rot,
+        }
+
+    def robot_state(self) -> np.ndarray:
+        """The 9-number robot state of the dataset layout: gripper (2), eef position (3), eef quaternion (4, xyzw)."""
+        p = self.robot_proprio()
+        return np.concatenate([p["gripper_states"], p["ee_pos"], rotation_to_quat_xyzw(p["ee_rot"])])
+
+    def observe(self) -> dict:
+        """The observation dict of shared/spec/datasets.md (images only when rendering is on)."""
+        p = self.robot_proprio()
+        obs = {k: p[k] for k in ("joint_states", "gripper_states", "ee_states")}
+        if self.config.render:
+            for key, cam in self.config.cameras.items():
+                obs[key] = self.render(cam)
+        return obs
+
+    def model_xml(self) -> str:
+        """The MJCF of the whole scene, stored with every demo."""
+        return self.scene.sim.model.get_xml()
+
+    def close(self) -> None:
+        for r in self._renderers.values():
+            r.close()
+        self._renderers.clear()
+        self.scene.close()
+
+
+def rotation_to_axis_angle(rot: np.ndarray) -> np.ndarray:
+    """Axis-angle vector (axis times angle, radians) of a 3x3 rotation matrix."""
+    cos = np.clip((np.trace(rot) - 1) / 2, -1.0, 1.0)
+    angle = float(np.arccos(cos))
+    if angle < 1e-6:
+        return np.zeros(3)
+    if np.pi - angle < 1e-4:
+        # Near 180 degrees the antisymmetric part vanishes; read the axis off the diagonal.
+        axis = np.sqrt(np.clip((np.diag(rot) + 1) / 2, 0, None))
+        i = int(np.argmax(axis))
+        for j in range(3):
+            if j != i:
+                axis[j] = np.copysign(axis[j], rot[i, j] + rot[j, i])
+        return axis / np.linalg.norm(axis) * angle
+    axis = np.array([rot[2, 1] - rot[1, 2], rot[0, 2] - rot[2, 0], rot[1, 0] - rot[0, 1]]) / (2 * np.sin(angle))
+    return axis * angle
+
+
+def rotation_to_quat_xyzw(rot: np.ndarray) -> np.ndarray:
+    """Unit quaternion (x, y, z, w) of a 3x3 rotation matrix."""
+    import mujoco
+
+    q = np.zeros(4)
+    mujoco.mju_mat2Quat(q, np.ascontiguousarray(rot, dtype=np.float64).reshape(9))
+    return np.array([q[1], q[2], q[3], q[0]])
+
+
+def task_path(path) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise LiberoError(f"{p}: no such task file")
+    return p

@@ -1,0 +1,37 @@
+"""Choose a headless OpenGL backend for MuJoCo before the simulator is first imported."""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+
+from libero_ll.errors import LiberoError
+
+# OSMesa first: on machines without a GPU it renders as fast as EGL's software path, and it keeps
+# working when several environments are created and closed in one process.
+_LIBS = {"osmesa": ("OSMesa",), "egl": ("EGL",)}
+_DEBIAN = "libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6"
+
+
+def ensure_gl_backend() -> str:
+    """Set MUJOCO_GL (and PyOpenGL's platform) to a headless backend that is installed.
+
+    Respects a MUJOCO_GL the user has set. Must run before mujoco or robosuite is imported.
+
+    Returns:
+        The backend name ("osmesa", "egl", or the user's choice).
+    """
+    chosen = os.environ.get("MUJOCO_GL")
+    if chosen:
+        if chosen in _LIBS:
+            os.environ.setdefault("PYOPENGL_PLATFORM", chosen)
+        return chosen
+    for name, libs in _LIBS.items():
+        if all(ctypes.util.find_library(lib) for lib in libs):
+            os.environ["MUJOCO_GL"] = name
+            os.environ.setdefault("PYOPENGL_PLATFORM", name)
+            return name
+    raise LiberoError(
+        "no headless OpenGL library found (need OSMesa or EGL); on Debian/Ubuntu install: "
+        f"apt-get install {_DEBIAN}  (or run `make setup`)"
+    )

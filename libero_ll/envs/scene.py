@@ -1,0 +1,78 @@
+"""The robosuite environment class that assembles a task's arena, robot and objects into one MJCF model."""
+
+from __future__ import annotations
+
+import numpy as np
+from robosuite.environments.manipulation.manipulation_env import ManipulationEnv
+from robosuite.models.tasks import ManipulationTask
+
+from libero_ll.assets.build import build_arena, build_object
+from libero_ll.assets.categories import get_model
+from libero_ll.assets.models import Arena
+from libero_ll.bddl.spec import TaskSpec
+
+
+class TaskScene(ManipulationEnv):
+    """A Panda at a table holding the fixtures and objects of one task file.
+
+    Object placement, observations and goal checks live in `LiberoEnv`; this class only builds the
+    model and runs robosuite's controller and physics.
+
+    Args:
+        spec: the parsed task.
+        arena: the scene family's arena description.
+        controller_config: robosuite composite controller config.
+        control_freq: policy steps per simulated second.
+    """
+
+    def __init__(self, spec: TaskSpec, arena: Arena, controller_config: dict, control_freq: int = 20):
+        self.spec = spec
+        self.arena = arena
+        self.mj_objects: dict[str, object] = {}
+        super().__init__(
+            robots="Panda",
+            controller_configs=controller_config,
+            initialization_noise=None,
+            use_camera_obs=False,
+            has_renderer=False,
+            has_offscreen_renderer=False,
+            control_freq=control_freq,
+            horizon=10**9,
+            ignore_done=True,
+            hard_reset=False,
+            camera_names=[],
+            camera_heights=[],
+            camera_widths=[],
+        )
+
+    def _load_model(self):
+        super()._load_model()
+        robot = self.robots[0].robot_model
+        robot.set_base_xpos(robot.base_xpos_offset["table"](self.arena.table_full_size[0]))
+        mujoco_arena = build_arena(self.arena)
+        for inst, cat in self.spec.instances().items():
+            model = get_model(cat)
+            if model.kind == "workspace":
+                continue
+            self.mj_objects[inst] = build_object(model, inst)
+        self.model = ManipulationTask(
+            mujoco_arena=mujoco_arena,
+            mujoco_robots=[robot],
+            mujoco_objects=list(self.mj_objects.values()),
+        )
+
+    def _setup_observables(self):
+        # Observations are assembled by LiberoEnv from the simulator directly; robosuite's
+        # observable machinery would only add per-substep work.
+        return {}
+
+    def _check_success(self):
+        return False
+
+    def reward(self, action=None):
+        return 0.0
+
+
+def table_top_center(arena: Arena) -> np.ndarray:
+    """World position of the centre of the table's top surface, metres."""
+    return np.array([0.0, 0.0, arena.table_top_z])

@@ -1,0 +1,1 @@
+"""The lifelong loop, configs and run directories."""

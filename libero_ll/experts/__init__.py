@@ -1,0 +1,1 @@
+"""Scripted demonstrators: skills on the operational-space controller and a planner from goals."""

@@ -1,0 +1,67 @@
+"""Servoing on the operational-space controller: the one motion primitive every skill is made of.
+
+The controller takes a delta pose per step: 0.05 m of position and 0.5 rad of rotation per unit of
+action (robosuite's default Panda OSC_POSE). A skill names a target pose and gripper command; this
+module turns the gap between the hand and that target into the next action.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+POS_SCALE = 0.05  # metres per unit of position action
+ROT_SCALE = 0.5  # radians per unit of rotation action
+
+
+def hand_down_rotation(close_dir: float) -> np.ndarray:
+    """Rotation of a hand pointing straight down whose fingers close along the world angle `close_dir`.
+
+    The grip frame's x axis is the finger-closing direction and its z axis points out of the palm.
+    """
+    x = np.array([math.cos(close_dir), math.sin(close_dir), 0.0])
+    z = np.array([0.0, 0.0, -1.0])
+    return np.stack([x, np.cross(z, x), z], axis=1)
+
+
+def nearest_equivalent_yaw(close_dir: float, current_rot: np.ndarray) -> float:
+    """The parallel gripper is symmetric: of close_dir and close_dir + pi, the one nearer the hand's now."""
+    now = math.atan2(current_rot[1, 0], current_rot[0, 0])
+    best = close_dir
+    for cand in (close_dir, close_dir + math.pi, close_dir - math.pi):
+        if abs(_wrap(cand - now)) < abs(_wrap(best - now)):
+            best = cand
+    return best
+
+
+def _wrap(a: float) -> float:
+    return (a + math.pi) % (2 * math.pi) - math.pi
+
+
+def rotation_error(target: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """Axis-angle (world frame) that turns `current` into `target`, radians."""
+    from libero_ll.envs.env import rotation_to_axis_angle
+
+    return rotation_to_axis_angle(target @ current.T)
+
+
+def servo(
+    pos: np.ndarray,
+    rot: np.ndarray,
+    target_pos: np.ndarray,
+    target_rot: np.ndarray,
+    grip: float,
+    max_speed: float = 0.6,
+) -> np.ndarray:
+    """The action that moves the hand from (pos, rot) toward (target_pos, target_rot).
+
+    Args:
+        pos, rot: the hand's position (m) and rotation matrix now.
+        target_pos, target_rot: where it should go.
+        grip: -1 opens the fingers, +1 closes them.
+        max_speed: cap on each position component, in units of action (0.6 = 3 cm per step).
+    """
+    dp = np.clip((target_pos - pos) / POS_SCALE, -max_speed, max_speed)
+    dr = np.clip(rotation_error(target_rot, rot) / ROT_SCALE, -0.8, 0.8)
+    return np.concatenate([dp, dr, [grip]])

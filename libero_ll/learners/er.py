@@ -1,0 +1,54 @@
+"""ER (experience replay): keep some demos of every finished task and mix them into each batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from libero_ll.data.dataset import SequenceDataset, TaskData
+from libero_ll.learners.base import Learner
+from libero_ll.learners.registry import register_learner
+
+
+@register_learner("er")
+class ER(Learner):
+    """Experience replay.
+
+    Options:
+        memory_demos: demos kept per finished task (the paper keeps up to 1000 trajectories in all).
+        replay_batch_size: replay windows added to every batch (32 in the paper).
+    """
+
+    options = {"memory_demos": 1000, "replay_batch_size": 32}
+
+    def __init__(self, policy, train, options):
+        super().__init__(policy, train, options)
+        self.memory: list[TaskData] = []
+        self.replay: SequenceDataset | None = None
+
+    def observe(self, batch: dict) -> float:
+        if self.replay is None:
+            return super().observe(batch)
+        pick = self.rng.integers(len(self.replay), size=self.opts["replay_batch_size"])
+        mixed = _concat(batch, self.replay.get_batch(pick))
+        return super().observe(mixed)
+
+    def end_task(self, k: int, data: TaskData) -> None:
+        # Keep a fixed share of each finished task's demos, chosen at random.
+        keep = min(len(data.demos), int(self.opts["memory_demos"]))
+        chosen = sorted(self.rng.choice(len(data.demos), size=keep, replace=False).tolist())
+        self.memory.append(TaskData(data.task_id, [data.demos[i] for i in chosen], data.task_emb))
+        seq_len = self.policy.seq_len
+        self.replay = SequenceDataset(self.memory, seq_len, self.policy.image_keys + self.policy.lowdim_keys)
+
+    def memory_bytes(self) -> int:
+        """Size of the replay memory, bytes."""
+        return self.replay.nbytes() if self.replay is not None else 0
+
+
+def _concat(a, b):
+    if isinstance(a, dict):
+        return {k: _concat(a[k], b[k]) for k in a}
+    if isinstance(a, torch.Tensor):
+        return torch.cat([a, b], dim=0)
+    return np.concatenate([a, b], axis=0)

@@ -1,0 +1,104 @@
+"""Image augmentation for training windows: random shift and colour jitter, sampled once per window.
+
+All functions take float images (B, T, C, H, W) in [0, 1] and draw one set of random parameters per
+window b, shared by its T frames, so that a window stays a consistent clip of one scene.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def random_shift(images: torch.Tensor, pad: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Shift each window by a random integer offset in [-pad, pad] pixels, replicating the border.
+
+    Equivalent to padding by ``pad`` pixels (replicate) and cropping back to H×W at a random place.
+
+    Args:
+        images: (B, T, C, H, W) images of any dtype.
+        pad: largest shift in pixels along each axis; 0 returns the input.
+        generator: optional torch generator for the offsets.
+
+    Returns:
+        A tensor of the same shape and dtype.
+    """
+    if pad <= 0:
+        return images
+    b, t, c, h, w = images.shape
+    device = images.device
+    offsets = torch.randint(0, 2 * pad + 1, (2, b), generator=generator, device="cpu").to(device) - pad
+    # Clamping source indices to the image reproduces replicate padding without building the padded copy.
+    rows = (torch.arange(h, device=device)[None, :] + offsets[0][:, None]).clamp_(0, h - 1)  # (B, H)
+    cols = (torch.arange(w, device=device)[None, :] + offsets[1][:, None]).clamp_(0, w - 1)  # (B, W)
+    rows = rows[:, None, None, :, None].expand(b, t, c, h, w)
+    shifted = images.gather(3, rows)
+    cols = cols[:, None, None, None, :].expand(b, t, c, h, w)
+    return shifted.gather(4, cols)
+
+
+def _grey(images: torch.Tensor) -> torch.Tensor:
+    """Luma (ITU-R 601) of RGB images (..., 3, H, W), shape (..., 1, H, W)."""
+    r, g, b = images.unbind(dim=-3)
+    return (0.299 * r + 0.587 * g + 0.114 * b).unsqueeze(-3)
+
+
+def _factors(b: int, strength: float, device, dtype, generator) -> torch.Tensor:
+    """Per-window factors uniform in [1 - strength, 1 + strength], shaped to broadcast over (T, C, H, W)."""
+    u = torch.rand(b, generator=generator, device="cpu").to(device=device, dtype=dtype)
+    return (1.0 + strength * (2.0 * u - 1.0)).view(b, 1, 1, 1, 1)
+
+
+def color_jitter(
+    images: torch.Tensor,
+    brightness: float = 0.3,
+    contrast: float = 0.3,
+    saturation: float = 0.3,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Randomly scale brightness, contrast and saturation of each window (one draw per window).
+
+    Args:
+        images: (B, T, 3, H, W) float RGB images in [0, 1].
+        brightness, contrast, saturation: strengths s; each factor is uniform in [1 - s, 1 + s];
+            0 disables it.
+        generator: optional torch generator for the factors.
+
+    Returns:
+        Jittered images of the same shape, clipped to [0, 1].
+    """
+    b = images.shape[0]
+    out = images
+    if brightness > 0:
+        out = (out * _factors(b, brightness, out.device, out.dtype, generator)).clamp(0.0, 1.0)
+    if contrast > 0:
+        # Each frame is blended with its own mean grey level, as a photo editor's contrast slider does.
+        mean = _grey(out).mean(dim=(-3, -2, -1), keepdim=True)
+        f = _factors(b, contrast, out.device, out.dtype, generator)
+        out = (mean + f * (out - mean)).clamp(0.0, 1.0)
+    if saturation > 0:
+        grey = _grey(out)
+        f = _factors(b, saturation, out.device, out.dtype, generator)
+        out = (grey + f * (out - grey)).clamp(0.0, 1.0)
+    return out
+
+
+class WindowAugment(torch.nn.Module):
+    """Random shift then colour jitter on (B, T, C, H, W) float images; the identity in eval mode.
+
+    Args:
+        shift_pad: largest shift in pixels (0 disables the shift).
+        jitter: (brightness, contrast, saturation) strengths (zeros disable the jitter).
+    """
+
+    def __init__(self, shift_pad: int = 4, jitter: tuple[float, float, float] = (0.3, 0.3, 0.3)):
+        super().__init__()
+        self.shift_pad = int(shift_pad)
+        self.jitter = tuple(float(j) for j in jitter)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return images
+        out = random_shift(images, self.shift_pad)
+        if any(self.jitter):
+            out = color_jitter(out, *self.jitter)
+        return out

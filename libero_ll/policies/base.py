@@ -1,0 +1,236 @@
+"""The policy interface shared by all architectures: per-step tokens, a causal temporal core, a GMM head.
+
+A policy splits into ``encode_steps`` (each time step on its own: images, states, language → tokens) and
+``temporal`` (a causal model over the window of tokens). Training supervises every step of a window at
+once; a rollout keeps the last ``seq_len`` steps' tokens per env, so each new frame is encoded only once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from torch import nn
+
+from libero_ll.errors import LiberoError
+from libero_ll.policies.augment import WindowAugment
+from libero_ll.policies.gmm import GMMHead, gmm_mode
+
+
+def coerce_config(config_class: type, cfg: Any) -> Any:
+    """Turn ``cfg`` into an instance of the dataclass ``config_class``.
+
+    Args:
+        config_class: the policy's config dataclass.
+        cfg: None (all defaults), an instance of ``config_class``, a mapping, or an OmegaConf config.
+
+    Raises:
+        LiberoError: on keys the dataclass does not define, listing the known ones.
+    """
+    if cfg is None:
+        return config_class()
+    if isinstance(cfg, config_class):
+        return cfg
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        cfg = dataclasses.asdict(cfg)
+    elif not isinstance(cfg, Mapping):
+        try:
+            from omegaconf import OmegaConf
+
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+        except Exception as err:  # noqa: BLE001 - anything unconvertible is a user error here
+            raise LiberoError(f"cannot read a policy config from {type(cfg).__name__}") from err
+    known = {f.name for f in dataclasses.fields(config_class)}
+    unknown = sorted(set(cfg) - known)
+    if unknown:
+        raise LiberoError(
+            f"unknown {config_class.__name__} keys: {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    return config_class(**dict(cfg))
+
+
+class BasePolicy(nn.Module):
+    """A visuomotor policy: windows of observations and a task embedding → a GMM over actions per step.
+
+    Subclasses set ``config_class``, build ``self.head`` (a ``GMMHead``) and implement ``encode_steps``
+    and ``temporal``. The config must have ``image_keys``, ``lowdim_keys``, ``seq_len``, ``augment_shift``,
+    ``shift_pad``, ``augment_jitter``, ``jitter`` and ``deterministic_eval``.
+
+    Args:
+        cfg: the config (instance of ``config_class``, a mapping or an OmegaConf config).
+        shape_meta: {"image_shape": (H, W, 3), "lowdim": {key: size}, "action_dim": A, "task_emb_dim": D}.
+    """
+
+    config_class: type | None = None
+    head: GMMHead
+
+    def __init__(self, cfg: Any, shape_meta: Mapping[str, Any]):
+        super().__init__()
+        if self.config_class is None:
+            raise TypeError(f"{type(self).__name__} must set config_class")
+        self.cfg = coerce_config(self.config_class, cfg)
+        self.shape_meta = dict(shape_meta)
+        for field in ("image_shape", "lowdim", "action_dim", "task_emb_dim"):
+            if field not in self.shape_meta:
+                raise LiberoError(f"shape_meta lacks {field!r}")
+        self.image_keys = list(self.cfg.image_keys)
+        self.lowdim_keys = list(self.cfg.lowdim_keys)
+        missing = [k for k in self.lowdim_keys if k not in self.shape_meta["lowdim"]]
+        if missing:
+            raise LiberoError(
+                f"low-dim keys {missing} are not in the data (it has {sorted(self.shape_meta['lowdim'])})"
+            )
+        if not self.image_keys and not self.lowdim_keys:
+            raise LiberoError("a policy needs at least one image or low-dim key")
+        self.seq_len = int(self.cfg.seq_len)
+        self.action_dim = int(self.shape_meta["action_dim"])
+        self.augment = WindowAugment(
+            self.cfg.shift_pad if self.cfg.augment_shift else 0,
+            tuple(self.cfg.jitter) if self.cfg.augment_jitter else (0.0, 0.0, 0.0),
+        )
+        self._tokens: torch.Tensor | None = None  # (N, L, M, E) tokens of the last L ≤ seq_len steps
+        self._lengths: torch.Tensor | None = None  # (N,) valid steps per env, the newest at the end
+
+    # ---- what an architecture provides -------------------------------------------------------------
+
+    def encode_steps(self, obs: dict[str, torch.Tensor], task_emb: torch.Tensor) -> torch.Tensor:
+        """Tokens of every step on its own, (B, T, M, E).
+
+        Args:
+            obs: preprocessed observations: images float (B, T, 3, H, W) in [0, 1], low-dim (B, T, d).
+            task_emb: (B, D) task embeddings.
+        """
+        raise NotImplementedError
+
+    def temporal(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Causal features (B, T, F) from tokens (B, T, M, E); mask (B, T) is False on padded steps."""
+        raise NotImplementedError
+
+    # ---- shared machinery --------------------------------------------------------------------------
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def preprocess(self, obs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Move the used keys to the policy's device; images (B, T, H, W, 3) → float (B, T, 3, H, W).
+
+        Images are uint8 (divided by 255) or already float in [0, 1]. Augmentation is applied here, in
+        training mode only.
+        """
+        device = self.device
+        out: dict[str, torch.Tensor] = {}
+        for key in self.image_keys:
+            if key not in obs:
+                raise LiberoError(f"observation lacks image key {key!r} (has {sorted(obs)})")
+            img = torch.as_tensor(obs[key]).to(device, non_blocking=True)
+            img = img.permute(0, 1, 4, 2, 3)
+            img = img.float().div_(255.0) if img.dtype == torch.uint8 else img.float()
+            out[key] = self.augment(img)
+        for key in self.lowdim_keys:
+            if key not in obs:
+                raise LiberoError(f"observation lacks low-dim key {key!r} (has {sorted(obs)})")
+            out[key] = torch.as_tensor(obs[key]).to(device, torch.float32)
+        return out
+
+    def features(self, batch: Mapping[str, Any]) -> torch.Tensor:
+        """Causal features (B, T, F) of a training batch (the data package's ``get_batch`` format)."""
+        obs = self.preprocess(batch["obs"])
+        task_emb = self._task_emb(batch["task_emb"])
+        mask = self._batch_mask(batch)
+        return self.temporal(self.encode_steps(obs, task_emb), mask)
+
+    def _task_emb(self, task_emb: Any) -> torch.Tensor:
+        emb = torch.as_tensor(task_emb).to(self.device, torch.float32)
+        if emb.shape[-1] != self.shape_meta["task_emb_dim"]:
+            raise LiberoError(
+                f"task embeddings have {emb.shape[-1]} dims; "
+                f"the policy was built for {self.shape_meta['task_emb_dim']}"
+            )
+        return emb
+
+    def _batch_mask(self, batch: Mapping[str, Any]) -> torch.Tensor:
+        if batch.get("mask") is None:
+            b, t = next(iter(batch["obs"].values())).shape[:2]
+            return torch.ones(b, t, dtype=torch.bool, device=self.device)
+        return torch.as_tensor(batch["mask"]).to(self.device, torch.bool)
+
+    def compute_loss(self, batch: Mapping[str, Any]) -> torch.Tensor:
+        """Mean negative log-likelihood of the demonstrated actions over all unmasked (b, t) positions.
+
+        Args:
+            batch: {"obs": {key: (B, T, ...)}, "actions": (B, T, A) in [-1, 1], "mask": (B, T) bool,
+                "task_emb": (B, D)}; images uint8 HWC.
+
+        Returns:
+            A scalar tensor (nats per action).
+        """
+        mask = self._batch_mask(batch)
+        actions = torch.as_tensor(batch["actions"]).to(self.device, torch.float32)
+        nll = -self.head(self.features(batch)).log_prob(actions)
+        # where(), not a product: a padded position's NLL may be inf and inf * 0 is NaN.
+        nll = torch.where(mask, nll, torch.zeros((), device=nll.device))
+        return nll.sum() / mask.sum().clamp(min=1)
+
+    def reset(self, num_envs: int, env_ids: Any = None) -> None:
+        """Forget the rollout history.
+
+        Args:
+            num_envs: number of parallel envs the next ``act`` calls will serve.
+            env_ids: when given, clear only these envs' history (their episodes restarted) and keep the rest.
+        """
+        if env_ids is None or self._lengths is None:
+            self._tokens = None
+            self._lengths = torch.zeros(num_envs, dtype=torch.long)
+            return
+        if len(self._lengths) != num_envs:
+            raise LiberoError(
+                f"reset of some envs with num_envs={num_envs}, but the history has {len(self._lengths)}"
+            )
+        self._lengths[torch.as_tensor(env_ids, dtype=torch.long)] = 0
+
+    @torch.no_grad()
+    def act(self, obs: Mapping[str, np.ndarray], task_emb: np.ndarray) -> np.ndarray:
+        """Actions for one step of N parallel envs, given everything seen since their last reset.
+
+        Args:
+            obs: key → (N, ...) arrays of the current step; images uint8 (N, H, W, 3). Extra keys are
+                ignored.
+            task_emb: (N, D) or (D,) task embeddings.
+
+        Returns:
+            (N, A) float32 actions in [-1, 1]: sampled from the GMM, or the mean of its most likely
+            component when ``cfg.deterministic_eval``.
+        """
+        keys = self.image_keys + self.lowdim_keys
+        missing = [k for k in keys if k not in obs]
+        if missing:
+            raise LiberoError(f"observation lacks keys {missing} (has {sorted(obs)})")
+        n = int(np.shape(obs[keys[0]])[0])
+        if self._lengths is None:
+            self.reset(n)
+        elif len(self._lengths) != n:
+            raise LiberoError(f"act got {n} envs but the history has {len(self._lengths)}; call reset({n})")
+        emb = self._task_emb(np.asarray(task_emb, dtype=np.float32))
+        emb = emb.expand(n, -1) if emb.dim() == 1 else emb
+        step = {k: torch.as_tensor(np.asarray(obs[k]))[:, None] for k in keys}
+
+        was_training = self.training
+        self.eval()
+        try:
+            # Tokens depend on their own step only, so earlier steps' tokens are kept rather than recomputed.
+            new = self.encode_steps(self.preprocess(step), emb)
+            tokens = new if self._tokens is None else torch.cat([self._tokens, new], dim=1)
+            self._tokens = tokens[:, -self.seq_len :]
+            self._lengths = (self._lengths + 1).clamp_(max=self.seq_len)
+            length = self._tokens.shape[1]
+            # Envs restarted since the window began are left-padded: their older steps are masked out.
+            mask = torch.arange(length)[None, :] >= (length - self._lengths)[:, None]
+            feats = self.temporal(self._tokens, mask.to(self.device))[:, -1]
+            dist = self.head(feats)
+            action = gmm_mode(dist) if self.cfg.deterministic_eval else dist.sample()
+        finally:
+            self.train(was_training)
+        return action.clamp(-1.0, 1.0).float().cpu().numpy()

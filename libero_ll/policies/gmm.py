@@ -1,0 +1,81 @@
+"""Gaussian-mixture action head: an MLP maps features to a mixture of diagonal Gaussians over actions."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.distributions import Categorical, Independent, MixtureSameFamily, Normal
+
+
+def gmm_distribution(logits: torch.Tensor, means: torch.Tensor, stds: torch.Tensor) -> MixtureSameFamily:
+    """A mixture of diagonal Gaussians from its parameters.
+
+    Args:
+        logits: (..., K) unnormalised log-weights of the K components.
+        means: (..., K, A) component means in action units.
+        stds: (..., K, A) component standard deviations, positive.
+
+    Returns:
+        A distribution with batch shape ``...`` and event shape (A,).
+    """
+    # Argument validation walks every tensor on each call; the head guarantees valid values.
+    components = Independent(Normal(means, stds, validate_args=False), 1, validate_args=False)
+    return MixtureSameFamily(Categorical(logits=logits, validate_args=False), components, validate_args=False)
+
+
+def gmm_mode(dist: MixtureSameFamily) -> torch.Tensor:
+    """The mean of the most likely component, (..., A): a deterministic action from a mixture."""
+    best = dist.mixture_distribution.logits.argmax(dim=-1)
+    means = dist.component_distribution.base_dist.loc
+    index = best[..., None, None].expand(*best.shape, 1, means.shape[-1])
+    return means.gather(-2, index).squeeze(-2)
+
+
+class GMMHead(nn.Module):
+    """MLP from features to a Gaussian mixture over actions (tanh means, softplus stds).
+
+    Args:
+        input_size: width of the input feature vector.
+        action_dim: number of action dimensions (7 here).
+        num_modes: number of mixture components.
+        hidden_sizes: widths of the MLP's hidden layers (the paper uses two of 1024).
+        min_std: lower bound added to every standard deviation, in action units.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        action_dim: int,
+        num_modes: int = 5,
+        hidden_sizes: Sequence[int] = (1024, 1024),
+        min_std: float = 1e-4,
+    ):
+        super().__init__()
+        self.action_dim = action_dim
+        self.num_modes = num_modes
+        self.min_std = min_std
+        layers: list[nn.Module] = []
+        width = input_size
+        for hidden in hidden_sizes:
+            layers += [nn.Linear(width, hidden), nn.ReLU()]
+            width = hidden
+        self.trunk = nn.Sequential(*layers)
+        self.mean_layer = nn.Linear(width, num_modes * action_dim)
+        self.scale_layer = nn.Linear(width, num_modes * action_dim)
+        self.logit_layer = nn.Linear(width, num_modes)
+
+    def params(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Mixture parameters for features (..., input_size): logits (..., K), means and stds (..., K, A)."""
+        h = self.trunk(x)
+        shape = (*x.shape[:-1], self.num_modes, self.action_dim)
+        # tanh keeps the means inside the action box [-1, 1].
+        means = torch.tanh(self.mean_layer(h)).view(shape)
+        stds = F.softplus(self.scale_layer(h)).view(shape) + self.min_std
+        return self.logit_layer(h), means, stds
+
+    def forward(self, x: torch.Tensor) -> MixtureSameFamily:
+        """The action distribution for features ``x`` (..., input_size), batch shape ``...``."""
+        return gmm_distribution(*self.params(x))

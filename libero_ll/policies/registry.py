@@ -1,0 +1,43 @@
+"""The policy registry: architectures register under a name; ``make_policy`` builds one from a config."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from libero_ll.registry import Registry
+
+POLICIES: Registry = Registry("policy")
+register_policy = POLICIES.register
+
+
+def make_policy(name: str, cfg: Any, shape_meta: Mapping[str, Any]):
+    """Build the policy registered as ``name``.
+
+    Args:
+        name: registry name, e.g. "resnet_t".
+        cfg: the policy's config: its dataclass, a mapping or an OmegaConf config of its keys, or None for
+            the defaults. A "name" key, if present, must equal ``name``.
+        shape_meta: {"image_shape": (H, W, 3), "lowdim": {key: size}, "action_dim": A, "task_emb_dim": D}.
+
+    Raises:
+        LiberoError: for an unknown name (listing the known ones) or unknown config keys.
+    """
+    # Importing the package registers the built-in architectures.
+    import libero_ll.policies  # noqa: F401
+    from libero_ll.errors import LiberoError
+
+    cls = POLICIES.get(name)
+    if cfg is not None and not hasattr(cfg, "__dataclass_fields__"):
+        cfg = _as_dict(cfg)
+        given = cfg.pop("name", name)
+        if given != name:
+            raise LiberoError(f"policy config names {given!r} but {name!r} was asked for")
+    return cls(cfg, shape_meta)
+
+
+def _as_dict(cfg: Any) -> dict:
+    if isinstance(cfg, Mapping):
+        return dict(cfg)
+    from omegaconf import OmegaConf
+
+    return dict(OmegaConf.to_container(cfg, resolve=True))

@@ -1,0 +1,49 @@
+"""A small name → object registry used by every layer (categories, policies, learners)."""
+
+from __future__ import annotations
+
+from typing import Callable, Generic, Iterator, TypeVar
+
+from libero_ll.errors import LiberoError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """A plain mapping from a name to a class or factory, filled by a decorator.
+
+    Args:
+        kind: what the entries are ("policy", "learner", "category"), used in messages.
+    """
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator that records ``obj`` under ``name``; a name may be taken once."""
+
+        def deco(obj: T) -> T:
+            if name in self._entries:
+                raise ValueError(f"{self.kind} {name!r} is registered twice")
+            self._entries[name] = obj
+            return obj
+
+        return deco
+
+    def get(self, name: str) -> T:
+        """The entry for ``name``; a LiberoError listing the known names when there is none."""
+        try:
+            return self._entries[name]
+        except KeyError:
+            known = ", ".join(sorted(self._entries)) or "(none)"
+            raise LiberoError(f"unknown {self.kind} {name!r}; known: {known}") from None
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._entries))

@@ -1,0 +1,69 @@
+"""Env steps per second with two 128x128 cameras: a quickstart task next to robosuite's Lift, in one run.
+
+Usage: python scripts/bench/env_speed.py [--steps 200] [--size 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def bench_ours(steps: int, size: int, robot_mesh: str) -> float:
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    env = LiberoEnv(REPO / "bddl_tasks/quickstart/put_the_black_bowl_on_the_plate.bddl",
+                    EnvConfig(image_size=size, robot_mesh=robot_mesh))
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    t = time.perf_counter()
+    for _ in range(steps):
+        env.step(rng.uniform(-0.3, 0.3, size=7))
+    rate = steps / (time.perf_counter() - t)
+    env.close()
+    return rate
+
+
+def bench_lift(steps: int, size: int) -> float:
+    from libero_ll.envs.gl import ensure_gl_backend
+
+    ensure_gl_backend()
+    import robosuite
+    from robosuite.controllers import load_composite_controller_config
+
+    env = robosuite.make(
+        "Lift", robots="Panda", controller_configs=load_composite_controller_config(controller="BASIC", robot="Panda"),
+        has_renderer=False, has_offscreen_renderer=True, use_camera_obs=True,
+        camera_names=["agentview", "robot0_eye_in_hand"], camera_heights=size, camera_widths=size, control_freq=20,
+    )
+    env.reset()
+    rng = np.random.default_rng(0)
+    t = time.perf_counter()
+    for _ in range(steps):
+        env.step(rng.uniform(-0.3, 0.3, size=7))
+    rate = steps / (time.perf_counter() - t)
+    env.close()
+    return rate
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--size", type=int, default=128)
+    a = p.parse_args()
+    lift = bench_lift(a.steps, a.size)
+    ours_visual = bench_ours(a.steps, a.size, "visual")
+    ours_fast = bench_ours(a.steps, a.size, "collision")
+    print(f"two {a.size}x{a.size} cameras, {a.steps} steps each")
+    print(f"robosuite Lift:                         {lift:6.1f} steps/s")
+    print(f"quickstart task (robot_mesh=visual):    {ours_visual:6.1f} steps/s  ratio to Lift {ours_visual / lift:.2f}")
+    print(f"quickstart task (robot_mesh=collision): {ours_fast:6.1f} steps/s  ratio to Lift {ours_fast / lift:.2f}")
+
+
+if __name__ == "__main__":
+    main()

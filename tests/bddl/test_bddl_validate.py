@@ -1,0 +1,190 @@
+"""Validation of meaning: every problem is reported, each at the token that caused it."""
+
+import pytest
+
+from libero_ll.bddl import (
+    And,
+    BddlError,
+    Predicate,
+    Region,
+    TaskSpec,
+    check_file,
+    load_file,
+    parse_string,
+    validate,
+)
+
+ON_INIT = "(On bowl_1 main_table_bowl_region)"
+OPEN_GOAL = "(Open cabinet_1_top_region)"
+TOP_SIDE = "(top_side (:target cabinet_1))"
+
+CATEGORIES = {
+    "table": [],
+    "akita_black_bowl": [],
+    "plate": [],
+    "wooden_cabinet": ["top_region", "middle_region", "bottom_region", "top_side"],
+}
+
+# Columns in the cases below are counted on these lines.
+BASE = """\
+(define (problem LIBERO_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language put the bowl in the drawer)
+  (:regions
+    (bowl_region
+      (:target main_table)
+      (:ranges ((-0.1 -0.1 0.1 0.1)))
+      (:yaw_rotation ((0.0 1.5)))
+      (:rgba (0 0 1 0.5)))
+    (top_side (:target cabinet_1)))
+  (:fixtures main_table - table cabinet_1 - wooden_cabinet)
+  (:objects bowl_1 - akita_black_bowl plate_1 - plate)
+  (:obj_of_interest bowl_1 cabinet_1)
+  (:init (On bowl_1 main_table_bowl_region) (Close cabinet_1_top_region))
+  (:goal (And (In bowl_1 cabinet_1_top_region) (Open cabinet_1_top_region))))
+"""
+
+
+def variant(old, new):
+    assert BASE.count(old) == 1, old
+    return BASE.replace(old, new)
+
+
+def test_base_is_valid_with_and_without_categories():
+    spec = parse_string(BASE)
+    assert validate(spec) == []
+    assert validate(spec, CATEGORIES) == []
+
+
+CASES = [
+    # (id, text, line, col, words the message must contain)
+    ("undeclared instance in init", variant("(On bowl_1 main", "(On bowl_9 main"), 14, 14,
+     "undeclared instance 'bowl_9' in :init"),
+    ("undeclared instance in goal", variant("(In bowl_1 cabinet", "(In mug_1 cabinet"), 15, 19,
+     "undeclared instance 'mug_1' in :goal"),
+    ("undeclared instance in obj_of_interest", variant("bowl_1 cabinet_1)", "bowl_1 cabinet_2)"), 13, 28,
+     "undeclared instance 'cabinet_2' in :obj_of_interest"),
+    ("obj_of_interest listed twice", variant("bowl_1 cabinet_1)", "bowl_1 bowl_1)"), 13, 28, "listed twice"),
+    ("region target does not exist", variant(TOP_SIDE, "(top_side (:target cabinet_9))"), 10, 24,
+     "region 'top_side' targets 'cabinet_9', which is not a declared fixture or object"),
+    ("range x_min > x_max", variant("((-0.1 -0.1 0.1 0.1))", "((0.2 -0.1 0.1 0.1))"), 7, 18,
+     "range 1 of region 'bowl_region' has x_min 0.2 > x_max 0.1"),
+    ("range y_min > y_max", variant("((-0.1 -0.1 0.1 0.1))", "((-0.1 0.5 0.1 0.1))"), 7, 23,
+     "y_min 0.5 > y_max 0.1"),
+    ("second range bad", variant("((-0.1 -0.1 0.1 0.1))", "((-0.1 -0.1 0.1 0.1) (0 0 -1 1))"), 7, 38,
+     "range 2 of region 'bowl_region' has x_min 0.0 > x_max -1.0"),
+    ("yaw min > max", variant("((0.0 1.5))", "((2.0 1.5))"), 8, 24,
+     "yaw_rotation 1 of region 'bowl_region' has yaw_min 2.0 > yaw_max 1.5"),
+    ("rgba above 1", variant("(0 0 1 0.5)", "(0 0 1 1.5)"), 9, 21,
+     "rgba value 1.5 of region 'bowl_region' is outside [0, 1]"),
+    ("rgba below 0", variant("(0 0 1 0.5)", "(0 -0.2 1 0.5)"), 9, 17, "rgba value -0.2"),
+    ("unknown category", variant("plate_1 - plate", "plate_1 - plates"), 12, 49,
+     "unknown category 'plates'; known: akita_black_bowl, plate, table, wooden_cabinet"),
+    ("unknown region by its short name", variant(ON_INIT, "(On bowl_1 bowl_region)"), 14, 21,
+     "unknown region 'bowl_region' in :init: regions are referred to as <target>_<name>; "
+     "did you mean 'main_table_bowl_region'?"),
+    ("unknown region", variant(ON_INIT, "(On bowl_1 shelf_region)"), 14, 21,
+     "unknown region 'shelf_region' in :init"),
+    ("unknown affordance region", variant(OPEN_GOAL, "(Open cabinet_1_side_region)"), 15, 54,
+     "'side_region' is neither a declared region of 'cabinet_1' nor an affordance region of its category "
+     "wooden_cabinet (which has: top_region, middle_region, bottom_region, top_side)"),
+    ("undeclared region of a table", variant(ON_INIT, "(On bowl_1 main_table_cup_region)"),
+     14, 21, "'cup_region' is neither a declared region of 'main_table'"),
+    ("region without ranges is not an affordance", variant("(top_side (:target", "(top_shelf (:target"),
+     10, 6,
+     "region 'top_shelf' has no :ranges and is not an affordance region of 'cabinet_1'"),
+    ("first argument of In is a region", variant("(In bowl_1 cabinet", "(In main_table_bowl_region cabinet"),
+     15, 19,
+     "the first argument of In must be a fixture or object, but 'main_table_bowl_region' is a region"),
+    ("Up of an affordance region", variant(OPEN_GOAL, "(Up cabinet_1_top_region)"), 15, 52,
+     "the first argument of Up must be a fixture or object, "
+     "but 'cabinet_1_top_region' is an affordance region"),
+    ("unknown problem class", variant("LIBERO_Tabletop_Manipulation", "LIBERO_Moon_Manipulation"), 1, 18,
+     "unknown problem class 'LIBERO_Moon_Manipulation'; known: LIBERO_Tabletop_Manipulation"),
+    ("unknown domain", variant("(:domain robosuite)", "(:domain mujoco)"), 2, 12, "unknown domain 'mujoco'"),
+    ("empty language", variant("(:language put the bowl in the drawer)", "(:language)"), 3, 4,
+     "the language instruction is empty"),
+    ("empty goal", variant("(And (In bowl_1 cabinet_1_top_region) " + OPEN_GOAL + ")", "(And)"), 15, 11,
+     "the goal is empty"),
+    ("region named like an instance", variant("plate_1 - plate", "main_table_bowl_region - plate"), 5, 6,
+     "region 'main_table_bowl_region' has the same name as an instance"),
+]
+
+
+@pytest.mark.parametrize("text, line, col, words", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_one_problem_at_its_token(text, line, col, words):
+    spec = parse_string(text, "t.bddl")
+    problems = validate(spec, CATEGORIES)
+    assert len(problems) == 1, problems
+    err = problems[0]
+    assert isinstance(err, BddlError)
+    assert (err.path, err.line, err.col) == ("t.bddl", line, col), str(err)
+    assert words in err.message
+    assert str(err) == f"t.bddl:{line}:{col}: {err.message}"
+
+
+def test_category_checks_are_skipped_without_categories():
+    text = variant("plate_1 - plate", "plate_1 - plates").replace("(Open cabinet_1_top_region)",
+                                                                "(Open cabinet_1_side_region)")
+    spec = parse_string(text)
+    assert validate(spec) == []
+    assert len(validate(spec, CATEGORIES)) == 2
+
+
+def test_affordance_of_an_instance_whose_name_prefixes_another():
+    # cabinet_1 and cabinet_1_b both prefix the argument; the split that names a real affordance wins.
+    text = variant("cabinet_1 - wooden_cabinet)", "cabinet_1 cabinet_1_b - wooden_cabinet)").replace(
+        "(Open cabinet_1_top_region)", "(Open cabinet_1_b_top_region)")
+    assert validate(parse_string(text), CATEGORIES) == []
+
+
+def test_all_problems_are_reported_in_file_order(tmp_path):
+    text = (variant("((-0.1 -0.1 0.1 0.1))", "((0.2 -0.1 0.1 0.1))")
+            .replace("plate_1 - plate", "plate_1 - plates")
+            .replace("(Open cabinet_1_top_region)", "(Open drawer_1)")
+            .replace("(:rgba (0 0 1 0.5))", "(:rgba (0 0 2 0.5))"))
+    path = tmp_path / "t.bddl"
+    path.write_text(text, encoding="utf-8")
+    spec, problems = check_file(path, CATEGORIES)
+    assert spec is not None
+    assert [(e.line, e.col) for e in problems] == [(7, 18), (9, 19), (12, 49), (15, 54)]
+    assert all(e.path == str(path) for e in problems)
+    with pytest.raises(BddlError) as info:
+        load_file(path, CATEGORIES)
+    assert (info.value.line, info.value.col) == (7, 18)
+    assert info.value.message.endswith("(and 3 more problems)")
+
+
+def test_check_file_with_a_syntax_error(tmp_path):
+    path = tmp_path / "t.bddl"
+    path.write_text(BASE.replace("(On bowl_1 main", "(Onn bowl_1 main"), encoding="utf-8")
+    spec, problems = check_file(path, CATEGORIES)
+    assert spec is None
+    assert [(e.line, e.col) for e in problems] == [(14, 11)]
+    assert "unknown predicate 'Onn'" in problems[0].message
+
+
+def test_load_file_returns_a_valid_spec(tmp_path):
+    path = tmp_path / "t.bddl"
+    path.write_text(BASE, encoding="utf-8")
+    assert load_file(path, CATEGORIES) == parse_string(BASE)
+
+
+def test_spec_built_in_code_gets_problems_without_positions():
+    spec = TaskSpec(
+        problem_class="LIBERO_Tabletop_Manipulation",
+        language="lift the bowl",
+        regions={"main_table_r": Region("r", "main_table", [(1.0, 0.0, 0.0, 1.0)], rgba=(0, 0, 0, 7))},
+        fixtures={"main_table": "table"},
+        objects={"bowl_1": "akita_black_bowl"},
+        obj_of_interest=["bowl_2"],
+        init=[Predicate("on", ("bowl_1", "main_table_r")), Predicate("hover", ("bowl_1",))],
+        goal=And([Predicate("up", ("bowl_1", "main_table"))]),
+    )
+    problems = validate(spec, CATEGORIES)
+    assert {(e.path, e.line, e.col) for e in problems} == {("<spec>", 0, 0)}
+    messages = " | ".join(e.message for e in problems)
+    for words in ("x_min 1.0 > x_max 0.0", "rgba value 7", "undeclared instance 'bowl_2'",
+                  "unknown predicate 'hover'", "Up takes 1 argument(s), found 2"):
+        assert words in messages
+    assert len(problems) == 5

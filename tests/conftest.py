@@ -1,0 +1,29 @@
+"""Shared fixtures: one simulated quickstart task per test session (building a scene takes seconds)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("MUJOCO_GL", "osmesa")
+os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+QUICKSTART = REPO / "bddl_tasks" / "quickstart"
+
+
+@pytest.fixture(scope="session")
+def bowl_task() -> Path:
+    return QUICKSTART / "put_the_black_bowl_on_the_plate.bddl"
+
+
+@pytest.fixture(scope="session")
+def soup_env():
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    env = LiberoEnv(QUICKSTART / "put_the_alphabet_soup_in_the_basket.bddl", EnvConfig(image_size=64, robot_mesh="collision"))
+    yield env
+    env.close()

@@ -1,0 +1,115 @@
+"""Sequence dataset: window count, padding and mask, dtypes, and agreement with a plain per-window cut."""
+
+import numpy as np
+import pytest
+import torch
+
+from libero_ll.data.dataset import SequenceDataset, TaskData, load_task_data
+from libero_ll.data.hdf5 import Demo, DemoWriter
+
+KEYS = ("agentview_rgb", "joint_states")
+
+
+def demo_dict(T, base):
+    """A demo whose every value encodes its step, so windows can be checked by value."""
+    steps = base + np.arange(T)
+    return {
+        "agentview_rgb": np.broadcast_to(steps[:, None, None, None] % 256, (T, 4, 4, 3)).astype(np.uint8),
+        "joint_states": np.repeat(steps[:, None], 7, axis=1).astype(np.float64),
+        "actions": np.repeat(steps[:, None], 7, axis=1).astype(np.float64) / 100,
+    }
+
+
+def two_tasks():
+    return [
+        TaskData(task_id=3, demos=[demo_dict(3, 0), demo_dict(5, 10)], task_emb=np.full(4, 0.5)),
+        TaskData(task_id=7, demos=[demo_dict(2, 20)], task_emb=np.full(4, -1.0)),
+    ]
+
+
+def test_one_window_per_step_with_its_origin():
+    ds = SequenceDataset(two_tasks(), seq_len=4, obs_keys=KEYS)
+    assert len(ds) == ds.num_steps() == 3 + 5 + 2
+    index = ds.window_index()
+    assert index.shape == (10, 3)
+    np.testing.assert_array_equal(index[:4], [[0, 0, 0], [0, 0, 1], [0, 0, 2], [0, 1, 0]])
+    np.testing.assert_array_equal(index[-2:], [[1, 0, 0], [1, 0, 1]])
+
+
+def test_window_past_the_end_repeats_last_step_with_mask_false():
+    ds = SequenceDataset(two_tasks(), seq_len=4, obs_keys=KEYS)
+    batch = ds.get_batch(np.array([1, 9]))  # task 3 demo 0 from step 1; task 7 demo 0 from step 1
+    expected_steps = [[1, 2, 2, 2], [21, 21, 21, 21]]
+    np.testing.assert_array_equal(batch["obs"]["joint_states"][:, :, 0].numpy(), expected_steps)
+    np.testing.assert_array_equal(batch["obs"]["agentview_rgb"][:, :, 0, 0, 0].numpy(), expected_steps)
+    expected_mask = [[True, True, False, False], [True, False, False, False]]
+    np.testing.assert_array_equal(batch["mask"].numpy(), expected_mask)
+    np.testing.assert_array_equal(batch["task_id"].numpy(), [3, 7])
+    np.testing.assert_array_equal(batch["task_emb"].numpy(), [[0.5] * 4, [-1.0] * 4])
+
+
+def test_batch_shapes_and_dtypes():
+    ds = SequenceDataset(two_tasks(), seq_len=3, obs_keys=KEYS)
+    batch = ds.get_batch([0, 4, 5])
+    assert batch["obs"]["agentview_rgb"].shape == (3, 3, 4, 4, 3)
+    assert batch["obs"]["agentview_rgb"].dtype == torch.uint8
+    assert batch["obs"]["joint_states"].shape == (3, 3, 7)
+    assert batch["obs"]["joint_states"].dtype == torch.float32
+    assert batch["actions"].shape == (3, 3, 7) and batch["actions"].dtype == torch.float32
+    assert batch["mask"].dtype == torch.bool
+    assert batch["task_emb"].shape == (3, 4) and batch["task_emb"].dtype == torch.float32
+    assert batch["task_id"].dtype == torch.int64
+
+
+def test_batches_match_a_plain_cut_of_each_window():
+    tasks = two_tasks()
+    L = 4
+    ds = SequenceDataset(tasks, seq_len=L, obs_keys=KEYS)
+    idx = np.random.default_rng(0).integers(0, len(ds), 32)
+    batch = ds.get_batch(idx)
+    for b, w in enumerate(idx):
+        task_pos, d, t = ds.window_index()[w]
+        demo = tasks[task_pos].demos[d]
+        T = len(demo["actions"])
+        steps = [min(t + i, T - 1) for i in range(L)]
+        np.testing.assert_allclose(batch["actions"][b].numpy(), demo["actions"][steps], rtol=1e-6)
+        np.testing.assert_array_equal(batch["obs"]["agentview_rgb"][b].numpy(), demo["agentview_rgb"][steps])
+        np.testing.assert_array_equal(batch["mask"][b].numpy(), [t + i < T for i in range(L)])
+
+
+def test_nbytes_counts_the_held_arrays():
+    ds = SequenceDataset(two_tasks(), seq_len=2, obs_keys=KEYS)
+    data_bytes = 10 * (4 * 4 * 3) + 10 * 7 * 4 + 10 * 7 * 4  # uint8 images, float32 joints and actions
+    assert data_bytes <= ds.nbytes() < data_bytes + 10_000
+
+
+def test_bad_inputs_are_rejected():
+    with pytest.raises(ValueError, match="seq_len"):
+        SequenceDataset(two_tasks(), seq_len=0, obs_keys=KEYS)
+    tasks = two_tasks()
+    tasks[1].task_emb = np.zeros(5)
+    with pytest.raises(ValueError, match="embeddings"):
+        SequenceDataset(tasks, seq_len=2, obs_keys=KEYS)
+    with pytest.raises(ValueError, match="ee_states"):
+        SequenceDataset(two_tasks(), seq_len=2, obs_keys=("ee_states",))
+
+
+def test_load_task_data_from_a_demo_file(tmp_path):
+    path = tmp_path / "task.hdf5"
+    rng = np.random.default_rng(0)
+    with DemoWriter(path, env_name="E", problem_info={}, bddl_file_name="t.bddl", bddl_file_content="",
+                    env_args={}, generator="test") as w:
+        for T in (4, 6):
+            obs = {
+                "agentview_rgb": rng.integers(0, 256, (T, 4, 4, 3), dtype=np.uint8),
+                "joint_states": rng.normal(size=(T, 7)),
+            }
+            demo = Demo(actions=rng.normal(size=(T, 7)), states=np.zeros((T, 3)),
+                        robot_states=np.zeros((T, 9)), obs=obs, init_state=np.zeros(3))
+            w.add(demo)
+    task = load_task_data(path, task_id=2, task_emb=np.ones(8), obs_keys=KEYS, max_demos=1)
+    assert task.task_id == 2 and task.task_emb.dtype == np.float32 and len(task.demos) == 1
+    assert set(task.demos[0]) == {"agentview_rgb", "joint_states", "actions"}
+    assert task.num_steps() == 4
+    ds = SequenceDataset([task], seq_len=10, obs_keys=KEYS)
+    assert len(ds) == 4 and ds.get_batch([0])["mask"].sum() == 4

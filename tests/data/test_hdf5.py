@@ -1,0 +1,191 @@
+"""Demo files: layout, round trip, atomic writes, legacy LIBERO/robomimic files, and error messages."""
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from libero_ll.data.hdf5 import IMAGE_CONVENTION, Demo, DemoWriter, read_demos, read_info
+from libero_ll.errors import LiberoError
+
+HEADER = dict(
+    env_name="ToyEnv",
+    problem_info={"problem_name": "toy", "language_instruction": "put the bowl on the plate"},
+    bddl_file_name="toy.bddl",
+    bddl_file_content="(define (problem toy))",
+    env_args={"type": 1, "env_name": "ToyEnv", "env_kwargs": {"camera_heights": 8}},
+    generator="scripted_expert 0.1.0",
+)
+
+
+def make_demo(T, seed=0, size=8):
+    rng = np.random.default_rng(seed)
+    return Demo(
+        actions=rng.uniform(-1, 1, (T, 7)),
+        states=rng.normal(size=(T, 12)),
+        robot_states=rng.normal(size=(T, 9)),
+        obs={
+            "agentview_rgb": rng.integers(0, 256, (T, size, size, 3), dtype=np.uint8),
+            "eye_in_hand_rgb": rng.integers(0, 256, (T, size, size, 3), dtype=np.uint8),
+            "joint_states": rng.normal(size=(T, 7)),
+            "gripper_states": rng.normal(size=(T, 2)),
+            "ee_states": rng.normal(size=(T, 6)),
+        },
+        init_state=rng.normal(size=12),
+        model_file=f"<mujoco model='toy{seed}'/>",
+        seed=seed,
+    )
+
+
+def write(path, demos, **kw):
+    with DemoWriter(path, **HEADER, **kw) as w:
+        indices = [w.add(d) for d in demos]
+    return indices
+
+
+def test_round_trip_keeps_every_array_and_attribute(tmp_path):
+    path = tmp_path / "task.hdf5"
+    demos = [make_demo(5, 0), make_demo(3, 1), make_demo(4, 2)]
+    assert write(path, demos) == [0, 1, 2]
+
+    info = read_info(path)
+    assert info.env_name == "ToyEnv"
+    assert info.problem_info == HEADER["problem_info"]
+    assert info.env_args == HEADER["env_args"]
+    assert info.bddl_file_name == "toy.bddl" and info.bddl_file_content == HEADER["bddl_file_content"]
+    assert (info.num_demos, info.total) == (3, 12)
+    assert info.image_convention == IMAGE_CONVENTION == "upright"
+    assert info.generator == "scripted_expert 0.1.0"
+
+    back = read_demos(path)
+    assert len(back) == 3
+    for a, b in zip(demos, back):
+        np.testing.assert_array_equal(a.actions, b.actions)
+        np.testing.assert_array_equal(a.states, b.states)
+        np.testing.assert_array_equal(a.robot_states, b.robot_states)
+        np.testing.assert_array_equal(a.init_state, b.init_state)
+        assert set(b.obs) == set(a.obs)
+        for key in a.obs:
+            np.testing.assert_array_equal(a.obs[key], b.obs[key])
+        assert b.obs["agentview_rgb"].dtype == np.uint8
+        assert (b.model_file, b.seed) == (a.model_file, a.seed)
+
+
+def test_file_follows_the_documented_layout(tmp_path):
+    path = tmp_path / "task.hdf5"
+    write(path, [make_demo(4)], compression="lzf")
+    with h5py.File(path, "r") as f:
+        data = f["data"]
+        assert json.loads(data.attrs["problem_info"]) == HEADER["problem_info"]
+        assert json.loads(data.attrs["env_args"]) == HEADER["env_args"]
+        demo = data["demo_0"]
+        assert demo.attrs["num_samples"] == 4 and demo.attrs["seed"] == 0
+        np.testing.assert_array_equal(demo["rewards"][()], [0, 0, 0, 1])
+        np.testing.assert_array_equal(demo["dones"][()], [0, 0, 0, 1])
+        assert demo["actions"].shape == (4, 7) and demo["robot_states"].shape == (4, 9)
+        assert demo["states"].dtype == np.float64
+        img = demo["obs/agentview_rgb"]
+        assert img.dtype == np.uint8 and img.chunks == (1, 8, 8, 3) and img.compression == "lzf"
+
+
+def test_demos_come_back_in_numeric_order_and_can_be_limited(tmp_path):
+    path = tmp_path / "task.hdf5"
+    write(path, [make_demo(2, seed=i, size=2) for i in range(12)])
+    assert [d.seed for d in read_demos(path)] == list(range(12))
+    some = read_demos(path, obs_keys=["joint_states"], max_demos=3)
+    assert [d.seed for d in some] == [0, 1, 2]
+    assert list(some[0].obs) == ["joint_states"]
+
+
+def test_large_model_file_is_stored(tmp_path):
+    path = tmp_path / "task.hdf5"
+    demo = make_demo(2, size=2)
+    demo.model_file = "<mujoco>" + "x" * 200_000 + "</mujoco>"
+    write(path, [demo])
+    assert read_demos(path)[0].model_file == demo.model_file
+
+
+def test_failed_write_leaves_existing_file_untouched_and_no_temp_files(tmp_path):
+    path = tmp_path / "task.hdf5"
+    write(path, [make_demo(3, seed=7, size=2)])
+    before = path.read_bytes()
+    with pytest.raises(RuntimeError):
+        with DemoWriter(path, **HEADER) as w:
+            w.add(make_demo(2, size=2))
+            raise RuntimeError("expert crashed")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task.hdf5"]
+
+
+def test_file_appears_only_on_close(tmp_path):
+    path = tmp_path / "sub" / "task.hdf5"
+    w = DemoWriter(path, **HEADER)
+    w.add(make_demo(2, size=2))
+    assert not path.exists()
+    w.close()
+    assert path.exists() and read_info(path).num_demos == 1
+    assert [p.name for p in path.parent.iterdir()] == ["task.hdf5"]
+
+
+def test_images_must_be_uint8(tmp_path):
+    demo = make_demo(2, size=2)
+    demo.obs["agentview_rgb"] = demo.obs["agentview_rgb"].astype(np.float32)
+    with pytest.raises(ValueError, match="agentview_rgb"):
+        with DemoWriter(tmp_path / "t.hdf5", **HEADER) as w:
+            w.add(demo)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_legacy_file_without_new_attributes_is_read_and_flipped_upright(tmp_path):
+    path = tmp_path / "libero.hdf5"
+    frames = np.arange(2 * 3 * 2 * 3, dtype=np.uint8).reshape(2, 3, 2, 3)
+    with h5py.File(path, "w") as f:
+        data = f.create_group("data")
+        data.attrs["env_args"] = json.dumps({"env_name": "Libero_Tabletop_Manipulation"})
+        for i in (0, 1):
+            g = data.create_group(f"demo_{i}")
+            g.create_dataset("actions", data=np.zeros((2, 7)))
+            g.create_dataset("states", data=np.ones((2, 4)))
+            g.create_dataset("obs/agentview_rgb", data=frames)
+    info = read_info(path)
+    assert info.env_name == "Libero_Tabletop_Manipulation"
+    assert (info.generator, info.image_convention, info.problem_info) == (None, None, {})
+    assert (info.num_demos, info.total) == (2, 4)
+    demo = read_demos(path)[0]
+    np.testing.assert_array_equal(demo.obs["agentview_rgb"], frames[:, ::-1])
+    np.testing.assert_array_equal(demo.init_state, np.ones(4))
+    assert demo.robot_states.shape == (2, 0) and demo.seed is None
+    raw = read_demos(path, upright=False)[0]
+    np.testing.assert_array_equal(raw.obs["agentview_rgb"], frames)
+
+
+def test_missing_file_is_a_libero_error_naming_it(tmp_path):
+    path = tmp_path / "nope.hdf5"
+    for reader in (read_info, read_demos):
+        with pytest.raises(LiberoError, match="nope.hdf5"):
+            reader(path)
+
+
+def test_non_hdf5_file_is_a_libero_error(tmp_path):
+    path = tmp_path / "text.hdf5"
+    path.write_text("not hdf5")
+    with pytest.raises(LiberoError, match="text.hdf5"):
+        read_demos(path)
+
+
+def test_missing_data_group_or_key_is_named(tmp_path):
+    path = tmp_path / "empty.hdf5"
+    with h5py.File(path, "w") as f:
+        f.create_group("other")
+    with pytest.raises(LiberoError, match=r"empty\.hdf5.*'data'"):
+        read_info(path)
+
+    path = tmp_path / "task.hdf5"
+    write(path, [make_demo(2, size=2)])
+    with pytest.raises(LiberoError, match=r"task\.hdf5.*demo_0/obs.*'wrist_depth'"):
+        read_demos(path, obs_keys=["joint_states", "wrist_depth"])
+    with h5py.File(path, "a") as f:
+        del f["data/demo_0/actions"]
+    with pytest.raises(LiberoError, match=r"task\.hdf5.*'actions'"):
+        read_demos(path)

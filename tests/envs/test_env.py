@@ -1,0 +1,121 @@
+"""The simulated quickstart scene: observations, upright images, placement, predicates, state replay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from libero_ll.envs import thresholds as th
+from libero_ll.errors import LiberoError
+
+
+def test_observation_keys_shapes(soup_env):
+    obs = soup_env.reset(seed=0)
+    assert obs["agentview_rgb"].shape == (64, 64, 3) and obs["agentview_rgb"].dtype == np.uint8
+    assert obs["eye_in_hand_rgb"].shape == (64, 64, 3)
+    assert obs["joint_states"].shape == (7,)
+    assert obs["gripper_states"].shape == (2,)
+    assert obs["ee_states"].shape == (6,)
+    assert soup_env.robot_state().shape == (9,)
+
+
+def test_init_predicates_hold_and_goal_false(soup_env):
+    for seed in range(3):
+        soup_env.reset(seed=seed)
+        assert all(v for _, v in soup_env.predicate_values(soup_env.spec.init))
+        assert not soup_env.check_goal()
+
+
+def test_same_seed_same_state_different_seed_differs(soup_env):
+    soup_env.reset(seed=3)
+    a = soup_env.get_state()
+    soup_env.reset(seed=3)
+    b = soup_env.get_state()
+    soup_env.reset(seed=4)
+    c = soup_env.get_state()
+    np.testing.assert_allclose(a, b)
+    assert np.abs(a - c).max() > 1e-3
+
+
+def test_images_upright_and_change_with_scene(soup_env):
+    """A bright block lifted high must appear in the upper half of the agentview image, and images follow the scene."""
+    soup_env.reset(seed=0)
+    before = soup_env.render("agentview", 64).astype(int)
+    adr = soup_env._joint_qpos["alphabet_soup_1"]
+    import mujoco
+
+    # Raise the can high above the table in front of the camera: it must show up in the top rows.
+    soup_env.data.qpos[adr : adr + 3] = [0.1, 0.0, 1.45]
+    mujoco.mj_forward(soup_env.model, soup_env.data)
+    after = soup_env.render("agentview", 64).astype(int)
+    diff = np.abs(after - before).sum(axis=2)
+    assert diff.max() > 60, "rendered image did not change when the scene did"
+    rows = np.nonzero(diff.max(axis=1) > 60)[0]
+    soup_env.data.qpos[adr : adr + 3] = [0.1, 0.0, 0.85]
+    mujoco.mj_forward(soup_env.model, soup_env.data)
+    low = np.abs(soup_env.render("agentview", 64).astype(int) - before).sum(axis=2)
+    low_rows = np.nonzero(low.max(axis=1) > 60)[0]
+    # Higher in the world is higher in the picture: row 0 is the top.
+    assert rows.mean() < low_rows.mean()
+
+
+def test_state_round_trip(soup_env):
+    soup_env.reset(seed=1)
+    for _ in range(3):
+        soup_env.step(np.array([0.3, 0, 0, 0, 0, 0, -1]))
+    s = soup_env.get_state()
+    o1, _, _ = soup_env.step(np.array([0.2, 0.1, 0, 0, 0, 0, 1]))
+    soup_env.reset_to(s)
+    np.testing.assert_allclose(soup_env.get_state()[1:], s[1:], atol=1e-9)
+    with pytest.raises(LiberoError, match="state has"):
+        soup_env.reset_to(s[:-1])
+
+
+def test_in_predicate_thresholds(soup_env):
+    import mujoco
+
+    soup_env.reset(seed=0)
+    g = soup_env.geometry
+    region = g.site_region("basket_1_contain_region")
+    adr = soup_env._joint_qpos["alphabet_soup_1"]
+    can_half = 0.05
+    # Rest the can on the basket floor at the region centre: inside and touching.
+    floor = region.center[2] - region.half[2]
+    soup_env.data.qpos[adr : adr + 7] = [*region.center[:2], floor + can_half - 0.004, 1, 0, 0, 0]
+    soup_env.data.qvel[:] = 0
+    for _ in range(30):
+        mujoco.mj_step(soup_env.model, soup_env.data)
+    assert g.inside("alphabet_soup_1", "basket_1_contain_region")
+    # The same can just outside the box horizontally (beyond the tolerance) is not In.
+    pos = g.pos("alphabet_soup_1")
+    soup_env.data.qpos[adr : adr + 3] = [pos[0] + region.half[0] + th.IN_TOLERANCE + 0.01, pos[1], pos[2]]
+    mujoco.mj_forward(soup_env.model, soup_env.data)
+    assert not g.inside("alphabet_soup_1", "basket_1_contain_region")
+
+
+def test_on_object_thresholds(soup_env):
+    import mujoco
+
+    soup_env.reset(seed=0)
+    g = soup_env.geometry
+    plate = g.pos("plate_1")
+    adr = soup_env._joint_qpos["cream_cheese_1"]
+
+    def put(dx):
+        soup_env.data.qpos[adr : adr + 7] = [plate[0] + dx, plate[1], plate[2] + 0.009 + 0.02 - 0.001, 1, 0, 0, 0]
+        mujoco.mj_forward(soup_env.model, soup_env.data)
+
+    put(th.ON_XY_TOLERANCE - 0.005)
+    assert g.on("cream_cheese_1", "plate_1")
+    put(th.ON_XY_TOLERANCE + 0.005)
+    assert not g.on("cream_cheese_1", "plate_1")
+
+
+def test_unknown_category_is_named(tmp_path, bowl_task):
+    from libero_ll.envs.env import load_task
+
+    text = bowl_task.read_text().replace("plate_1 - plate", "plate_1 - flying_saucer")
+    bad = tmp_path / "bad.bddl"
+    bad.write_text(text)
+    with pytest.raises(LiberoError, match="flying_saucer"):
+        load_task(bad)

@@ -1,0 +1,88 @@
+"""Success tensor: the best epoch, JSON save/load with NaN, atomic writes and readable errors."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from libero_ll.errors import LiberoError
+from libero_ll.evaluation.success import SuccessTensor
+
+
+def sample():
+    t = SuccessTensor.empty(["a", "b"])
+    t.eval_epochs[0] = [0, 5, 10, 15]
+    t.curves[0] = [0.0, 0.6, 0.4, 0.6]
+    t.losses[0] = [1.5, 1.2, float("nan")]
+    t.matrix[0, 0] = 0.6
+    t.matrix[0, 1] = 0.1
+    return t
+
+
+def test_empty_has_no_points_and_a_nan_matrix():
+    t = SuccessTensor.empty(["a", "b", "c"])
+    assert t.num_tasks == 3
+    assert t.curves == [[], [], []] and t.eval_epochs == [[], [], []]
+    assert t.matrix.shape == (3, 3) and np.isnan(t.matrix).all()
+
+
+def test_best_is_the_max_at_its_earliest_epoch():
+    t = sample()
+    assert t.best(0) == (0.6, 5)
+    t.curves[0] = [float("nan"), 0.2, 0.9, 0.1]
+    assert t.best(0) == (0.9, 10)
+    t.curves[0] = [0.0, 0.0, 0.0, 0.0]
+    assert t.best(0) == (0.0, 0)
+    with pytest.raises(ValueError, match="task 1"):
+        t.best(1)
+
+
+def test_save_and_load_round_trip_with_nan_as_null(tmp_path):
+    path = tmp_path / "run" / "success.json"
+    t = sample()
+    t.save(path)
+    raw = json.loads(path.read_text())
+    assert raw["matrix"] == [[0.6, 0.1], [None, None]]
+    assert raw["losses"][0] == [1.5, 1.2, None]
+    back = SuccessTensor.load(path)
+    assert back.task_names == ["a", "b"]
+    assert back.eval_epochs == t.eval_epochs and back.curves == t.curves
+    assert back.losses[0][:2] == [1.5, 1.2] and math.isnan(back.losses[0][2])
+    np.testing.assert_array_equal(back.matrix, t.matrix)  # NaN positions compare equal here
+
+
+def test_save_replaces_atomically_and_leaves_no_temp_file(tmp_path):
+    path = tmp_path / "success.json"
+    SuccessTensor.empty(["a"]).save(path)
+    sample().save(path)
+    assert SuccessTensor.load(path).task_names == ["a", "b"]
+    assert [p.name for p in tmp_path.iterdir()] == ["success.json"]
+
+
+def test_load_errors_name_the_file(tmp_path):
+    with pytest.raises(LiberoError, match="missing.json"):
+        SuccessTensor.load(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(LiberoError, match="bad.json"):
+        SuccessTensor.load(bad)
+    data = sample().to_dict()
+    del data["curves"]
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(data))
+    with pytest.raises(LiberoError, match=r"partial\.json.*curves"):
+        SuccessTensor.load(partial)
+    data = sample().to_dict()
+    data["matrix"] = [[0.1]]
+    shape = tmp_path / "shape.json"
+    shape.write_text(json.dumps(data))
+    with pytest.raises(LiberoError, match="shape.json"):
+        SuccessTensor.load(shape)
+
+
+def test_inconsistent_sizes_are_rejected():
+    with pytest.raises(ValueError, match="matrix"):
+        SuccessTensor(["a", "b"], [[], []], [[], []], [[], []], np.zeros((1, 1)))
+    with pytest.raises(ValueError, match="task 0"):
+        SuccessTensor(["a"], [[0, 5]], [[0.1]], [[]], np.zeros((1, 1)))

@@ -1,0 +1,68 @@
+"""Building blocks shared by the policies: the FiLM ResNet encoder and the block-causal transformer."""
+
+import pytest
+import torch
+
+from libero_ll.errors import LiberoError
+from libero_ll.policies.encoders import FiLM, ResNetFiLMEncoder
+from libero_ll.policies.temporal import TemporalTransformer
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # Tiny models gain nothing from a second thread, and on a busy shared machine it can stall them.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("size,norm,pool", [(32, "group", "spatial_softmax"), (64, "batch", "avg")])
+def test_encoder_output_shape(size, norm, pool):
+    torch.manual_seed(0)
+    enc = ResNetFiLMEncoder(
+        cond_size=5, embed_size=12, width=8, num_blocks=3, norm=norm, pool=pool, num_keypoints=4
+    )
+    out = enc(torch.rand(4, 3, size, size), torch.randn(4, 5))
+    assert out.shape == (4, 12) and torch.isfinite(out).all()
+
+
+def test_film_starts_as_identity_and_conditions_after_training_starts():
+    film = FiLM(3, 6)
+    x = torch.randn(2, 6, 4, 4)
+    assert torch.equal(film(x, torch.randn(2, 3)), x)
+    torch.nn.init.normal_(film.proj.weight)
+    cond = torch.randn(2, 3)
+    assert not torch.allclose(film(x, cond), x)
+
+
+def test_encoder_depends_on_language_once_film_is_trained():
+    torch.manual_seed(0)
+    enc = ResNetFiLMEncoder(cond_size=5, embed_size=12, width=8, num_blocks=2, num_keypoints=4)
+    for film in enc.films:
+        torch.nn.init.normal_(film.proj.weight, std=0.5)
+    img = torch.rand(1, 3, 32, 32).expand(2, -1, -1, -1)
+    out = enc(img, torch.randn(2, 5))
+    assert not torch.allclose(out[0], out[1])
+
+
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned"])
+def test_transformer_is_block_causal_and_ignores_padded_keys(positions):
+    torch.manual_seed(0)
+    tr = TemporalTransformer(dim=8, num_layers=2, heads=2, head_size=4, mlp_size=16, dropout=0.0, max_len=6,
+                             position_encoding=positions).eval()
+    x = torch.randn(2, 6, 3, 8)
+    y = x.clone()
+    y[:, 4:] = torch.randn(2, 2, 3, 8)
+    a, b = tr(x), tr(y)
+    assert a.shape == (2, 6, 3, 8)
+    assert torch.allclose(a[:, :4], b[:, :4], atol=1e-6)
+    # Tokens of the same step see each other: a change at step 4 moves every token of step 4.
+    assert not torch.allclose(a[:, 4], b[:, 4], atol=1e-4)
+    # Left padding: the valid steps give what the unpadded window gives.
+    mask = torch.tensor([[False, False, True, True, True, True]] * 2)
+    z = x.clone()
+    z[:, :2] = 100.0
+    assert torch.allclose(tr(z, mask)[:, 2:], tr(x[:, 2:]), atol=1e-5)
+    with pytest.raises(LiberoError, match="max_len"):
+        tr(torch.randn(1, 7, 3, 8))
