@@ -27,3 +27,15 @@ def soup_env():
     env = LiberoEnv(QUICKSTART / "put_the_alphabet_soup_in_the_basket.bddl", EnvConfig(image_size=64, robot_mesh="collision"))
     yield env
     env.close()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread():
+    # Tiny test models gain nothing from a second thread, and with the simulator on the other core a
+    # spinning second thread can stall them.
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -8,7 +8,7 @@ predicates read sizes and regions without parsing XML.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -181,6 +181,8 @@ class Arena:
         table_top_z: height of the table's top surface above the floor, metres.
         table_rgba: colour of the table top.
         robot_base: where the robot stands: "table" (mounted at the near edge).
+        agentview: the front camera's position and the point it looks at (world frame, metres), chosen
+            so that the workspace fills the picture.
     """
 
     problem_class: str
@@ -189,4 +191,4 @@ class Arena:
     table_top_z: float = 0.8
     table_rgba: tuple[float, float, float, float] = (0.78, 0.74, 0.68, 1.0)
     robot_base: str = "table"
-    extra: dict = field(default_factory=dict)
+    agentview: tuple[tuple[float, float, float], tuple[float, float, float]] = ((0.3, 0.0, 1.4), (-0.12, 0.0, 0.8))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -310,9 +309,3 @@ def rotation_to_quat_xyzw(rot: np.ndarray) -> np.ndarray:
     mujoco.mju_mat2Quat(q, np.ascontiguousarray(rot, dtype=np.float64).reshape(9))
     return np.array([q[1], q[2], q[3], q[0]])
 
-
-def task_path(path) -> Path:
-    p = Path(path)
-    if not p.exists():
-        raise LiberoError(f"{p}: no such task file")
-    return p

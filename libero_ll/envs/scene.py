@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from robosuite.environments.manipulation.manipulation_env import ManipulationEnv
 from robosuite.models.tasks import ManipulationTask
 
@@ -72,7 +71,3 @@ class TaskScene(ManipulationEnv):
     def reward(self, action=None):
         return 0.0
 
-
-def table_top_center(arena: Arena) -> np.ndarray:
-    """World position of the centre of the table's top surface, metres."""
-    return np.array([0.0, 0.0, arena.table_top_z])

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import os
 import time
-from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
@@ -145,6 +144,11 @@ def run_lifelong(cfg, log: Callable[[str], None] = print) -> Path:
                 f"{data_dir / (t.stem + '.hdf5')}: images are {have}x{have} but env.image_size is "
                 f"{cfg.env.image_size}; use another data.dir or delete the file to re-collect"
             )
+    # Low-dim inputs are standardised with the first task's statistics only: later tasks are unseen.
+    first = task_data[0].demos
+    policy.set_lowdim_stats(
+        {k: (np.concatenate([d[k] for d in first]).mean(0), np.concatenate([d[k] for d in first]).std(0)) for k in policy.lowdim_keys}
+    )
     init_states = [e.sample_init_states(int(cfg.eval.init_states), int(cfg.eval.init_seed) + k) for k, e in enumerate(envs)]
     np.savez(run_dir / "init_states.npz", **{n: s for n, s in zip(names, init_states)})
 
@@ -206,11 +210,3 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def describe(cfg) -> dict:
-    """A plain dict of the config, for printing."""
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(cfg, resolve=True)
-
-
-__all__ = ["run_lifelong", "suite_tasks", "suite_dir", "seed_everything", "describe", "asdict"]

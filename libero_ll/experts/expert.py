@@ -160,10 +160,12 @@ class ScriptedExpert:
                 return np.clip(a, -1.0, 1.0)
             self._wp_steps = 0
             self._queue.pop(0)
-        self._stage += 1
-        self._load(self._stage)
-        if self._queue:
-            return self.act()
+        if self._stage < len(self.steps):
+            self._stage += 1
+            self._load(self._stage)
+            if self._queue:
+                return self.act()
+        # Everything is done: keep the hand still and open.
         return np.array([0, 0, 0, 0, 0, 0, -1.0])
 
 

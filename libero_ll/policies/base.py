@@ -90,6 +90,13 @@ class BasePolicy(nn.Module):
             self.cfg.shift_pad if self.cfg.augment_shift else 0,
             tuple(self.cfg.jitter) if self.cfg.augment_jitter else (0.0, 0.0, 0.0),
         )
+        # Low-dim inputs are standardised with statistics of the first task's demos (set once, saved with
+        # the weights): joint angles and hand poses vary little around large offsets, and unscaled they
+        # barely move the tokens.
+        for key in self.lowdim_keys:
+            size = int(self.shape_meta["lowdim"][key])
+            self.register_buffer(f"lowdim_mean_{key}", torch.zeros(size))
+            self.register_buffer(f"lowdim_std_{key}", torch.ones(size))
         self._tokens: torch.Tensor | None = None  # (N, L, M, E) tokens of the last L ≤ seq_len steps
         self._lengths: torch.Tensor | None = None  # (N,) valid steps per env, the newest at the end
 
@@ -132,8 +139,18 @@ class BasePolicy(nn.Module):
         for key in self.lowdim_keys:
             if key not in obs:
                 raise LiberoError(f"observation lacks low-dim key {key!r} (has {sorted(obs)})")
-            out[key] = torch.as_tensor(obs[key]).to(device, torch.float32)
+            x = torch.as_tensor(obs[key]).to(device, torch.float32)
+            out[key] = (x - getattr(self, f"lowdim_mean_{key}")) / getattr(self, f"lowdim_std_{key}")
         return out
+
+    def set_lowdim_stats(self, stats: Mapping[str, tuple[np.ndarray, np.ndarray]], min_std: float = 1e-2) -> None:
+        """Standardise each low-dim input with (mean, std) from training data; stds below `min_std` are raised."""
+        for key in self.lowdim_keys:
+            if key in stats:
+                mean, std = stats[key]
+                getattr(self, f"lowdim_mean_{key}").copy_(torch.as_tensor(np.asarray(mean), dtype=torch.float32))
+                std_t = torch.as_tensor(np.asarray(std), dtype=torch.float32).clamp(min=min_std)
+                getattr(self, f"lowdim_std_{key}").copy_(std_t)
 
     def features(self, batch: Mapping[str, Any]) -> torch.Tensor:
         """Causal features (B, T, F) of a training batch (the data package's ``get_batch`` format)."""

@@ -37,6 +37,10 @@ def _load(encoder: str, device: str) -> tuple[object, object, str]:
         return _MODELS[key]
     path = _model_dir(encoder)
     from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    # A local load needs no progress bar; it only clutters the run's log.
+    hf_logging.disable_progress_bar()
 
     try:
         model_type = AutoConfig.from_pretrained(path, local_files_only=True).model_type

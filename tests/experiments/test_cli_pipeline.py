@@ -51,3 +51,18 @@ def test_train_smoke_writes_run_and_metrics(tmp_path, capsys):
 def test_unknown_config_key_is_named(capsys):
     assert main(["train", str(REPO / "configs" / "smoke.yaml"), "train.epochz=3"]) == 2
     assert "epochz" in capsys.readouterr().err
+
+
+def test_render_writes_png(tmp_path, bowl_task):
+    from PIL import Image
+
+    out = tmp_path / "reset.png"
+    assert main(["render", str(bowl_task), "-o", str(out), "--size", "48", "--robot-mesh", "collision"]) == 0
+    img = np.asarray(Image.open(out))
+    assert img.shape == (48, 96, 3) and img.std() > 10
+
+
+def test_collect_dry_run_prints_success(capsys, bowl_task):
+    assert main(["collect", "--task", str(bowl_task), "--demos", "2", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "put_the_black_bowl_on_the_plate: expert success 100% (2/2)" in out

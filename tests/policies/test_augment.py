@@ -7,15 +7,6 @@ import torch.nn.functional as F
 from libero_ll.policies.augment import WindowAugment, color_jitter, random_shift
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny models gain nothing from a second thread, and on a busy shared machine it can stall them.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _windows(b=6, t=4, h=12, w=12):
     torch.manual_seed(0)
     base = torch.rand(b, 1, 3, h, w)

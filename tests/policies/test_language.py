@@ -12,15 +12,6 @@ from libero_ll.policies import language
 from libero_ll.policies.language import encode_instructions
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny models gain nothing from a second thread, and on a busy shared machine it can stall them.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_minilm_embeddings():
     texts = ["put the bowl on the plate", "place the bowl onto the plate", "turn on the stove"]
     emb = encode_instructions(texts)

@@ -8,15 +8,6 @@ from libero_ll.policies.encoders import FiLM, ResNetFiLMEncoder
 from libero_ll.policies.temporal import TemporalTransformer
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny models gain nothing from a second thread, and on a busy shared machine it can stall them.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("size,norm,pool", [(32, "group", "spatial_softmax"), (64, "batch", "avg")])
 def test_encoder_output_shape(size, norm, pool):
     torch.manual_seed(0)

@@ -25,15 +25,6 @@ TINY = dict(
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny models gain nothing from a second thread, and on a busy shared machine it can stall them.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def tiny_policy(**overrides):
     torch.manual_seed(0)
     return make_policy("resnet_t", {**TINY, **overrides}, SHAPE_META)
