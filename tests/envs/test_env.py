@@ -102,8 +102,12 @@ def test_on_object_thresholds(soup_env):
     adr = soup_env._joint_qpos["cream_cheese_1"]
 
     def put(dx):
-        soup_env.data.qpos[adr : adr + 7] = [plate[0] + dx, plate[1], plate[2] + 0.009 + 0.02 - 0.001, 1, 0, 0, 0]
+        # Drop the box from just above the plate and let it come to rest.
+        soup_env.data.qpos[adr : adr + 7] = [plate[0] + dx, plate[1], plate[2] + 0.035, 1, 0, 0, 0]
+        soup_env.data.qvel[:] = 0
         mujoco.mj_forward(soup_env.model, soup_env.data)
+        for _ in range(10):
+            soup_env.scene.step(np.zeros(7))
 
     put(th.ON_XY_TOLERANCE - 0.005)
     assert g.on("cream_cheese_1", "plate_1")
