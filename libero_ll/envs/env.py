@@ -10,7 +10,7 @@ from libero_ll.assets.categories import ARENAS, affordances, get_model
 from libero_ll.bddl.parser import parse_file
 from libero_ll.bddl.spec import TaskSpec
 from libero_ll.bddl.validate import validate
-from libero_ll.envs.gl import ensure_gl_backend
+from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
 from libero_ll.errors import LiberoError
 
 CAMERAS = {"agentview_rgb": "agentview", "eye_in_hand_rgb": "robot0_eye_in_hand"}
@@ -71,6 +71,7 @@ class LiberoEnv:
         self.spec = load_task(task)
         self.arena = ARENAS.get(self.spec.problem_class)
         ensure_gl_backend()
+        quiet_simulator_logs()
         from robosuite.controllers import load_composite_controller_config
 
         from libero_ll.envs.placement import sample_placements

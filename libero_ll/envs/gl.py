@@ -35,3 +35,25 @@ def ensure_gl_backend() -> str:
         "no headless OpenGL library found (need OSMesa or EGL); on Debian/Ubuntu install: "
         f"apt-get install {_DEBIAN}  (or run `make setup`)"
     )
+
+
+def quiet_simulator_logs() -> None:
+    """Keep robosuite's start-up chatter (private macro files, unused controller parts) off the console.
+
+    Its errors still show. Must run before robosuite is imported to silence the import-time messages.
+    """
+    import logging
+
+    logger = logging.getLogger("robosuite_logs")
+    if not any(getattr(f, "_libero_ll", False) for f in logger.filters):
+        level_filter = _ErrorsOnly()
+        logger.addFilter(level_filter)
+
+
+class _ErrorsOnly:
+    _libero_ll = True
+
+    def filter(self, record) -> bool:
+        import logging
+
+        return record.levelno >= logging.ERROR

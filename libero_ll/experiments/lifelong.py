@@ -81,6 +81,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print) -> Path:
     from libero_ll.policies import make_policy
     from libero_ll.policies.language import encode_instructions
 
+    check_components(cfg)
     torch.set_num_threads(int(cfg.num_threads))
     seed_everything(int(cfg.seed))
     device = _device(cfg.device)
@@ -123,7 +124,6 @@ def run_lifelong(cfg, log: Callable[[str], None] = print) -> Path:
     envs = [LiberoEnv(t, env_cfg) for t in tasks]
     instructions = [e.spec.language for e in envs]
     embs = encode_instructions(instructions, str(cfg.language_encoder))
-    obs_keys = None
     policy_cfg = OmegaConf.to_container(cfg.policy.cfg, resolve=True)
     shape_meta = {
         "image_shape": (int(cfg.env.image_size), int(cfg.env.image_size), 3),
@@ -200,6 +200,22 @@ def run_lifelong(cfg, log: Callable[[str], None] = print) -> Path:
     for e in envs:
         e.close()
     return run_dir
+
+
+def check_components(cfg) -> None:
+    """Fail before any work is done when the policy, its keys, the learner or its options are unknown."""
+    from omegaconf import OmegaConf
+
+    import libero_ll.learners  # noqa: F401  (registration)
+    import libero_ll.policies  # noqa: F401
+    from libero_ll.learners.registry import LEARNERS
+    from libero_ll.policies.base import coerce_config
+    from libero_ll.policies.registry import POLICIES
+
+    policy_cls = POLICIES.get(str(cfg.policy.name))
+    coerce_config(policy_cls.config_class, OmegaConf.to_container(cfg.policy.cfg, resolve=True))
+    LEARNERS.get(str(cfg.learner.name)).check_options(OmegaConf.to_container(cfg.learner.options))
+    suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
 
 
 def _device(name: str) -> torch.device:

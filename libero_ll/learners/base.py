@@ -53,17 +53,22 @@ class Learner:
     options: dict = {}
 
     def __init__(self, policy, train: TrainConfig, options: dict):
-        unknown = sorted(set(options) - set(self.options))
-        if unknown:
-            raise LiberoError(
-                f"learner {type(self).__name__}: unknown options {unknown}; known: {sorted(self.options) or 'none'}"
-            )
+        self.check_options(options)
         self.policy = policy
         self.train_cfg = train
         self.opts = {**self.options, **options}
         self.optimizer = None
         self.scheduler = None
         self.rng = np.random.default_rng(0)
+
+    @classmethod
+    def check_options(cls, options: dict) -> None:
+        """LiberoError naming any option this learner does not have."""
+        unknown = sorted(set(options) - set(cls.options))
+        if unknown:
+            raise LiberoError(
+                f"learner {cls.__name__}: unknown options {unknown}; known: {sorted(cls.options) or 'none'}"
+            )
 
     # ------------------------------------------------------------------ hooks
 

@@ -66,3 +66,11 @@ def test_collect_dry_run_prints_success(capsys, bowl_task):
     assert main(["collect", "--task", str(bowl_task), "--demos", "2", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "put_the_black_bowl_on_the_plate: expert success 100% (2/2)" in out
+
+
+def test_bad_components_fail_before_any_work(tmp_path, capsys):
+    smoke = str(REPO / "configs" / "smoke.yaml")
+    for override, word in [("policy.name=vit", "vit"), ("policy.cfg.foo=1", "foo"), ("learner.options.bar=2", "bar")]:
+        assert main(["train", smoke, override, f"output_dir={tmp_path / 'runs'}", f"data.dir={tmp_path / 'data'}"]) == 2
+        assert word in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "data").exists()
