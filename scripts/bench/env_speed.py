@@ -20,19 +20,16 @@ def bench_ours(steps: int, size: int, robot_mesh: str) -> float:
     env = LiberoEnv(REPO / "bddl_tasks/quickstart/put_the_black_bowl_on_the_plate.bddl",
                     EnvConfig(image_size=size, robot_mesh=robot_mesh))
     env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    t = time.perf_counter()
-    for _ in range(steps):
-        env.step(rng.uniform(-0.3, 0.3, size=7))
-    rate = steps / (time.perf_counter() - t)
+    rate = _steps_per_second(env, steps)
     env.close()
     return rate
 
 
 def bench_lift(steps: int, size: int) -> float:
-    from libero_ll.envs.gl import ensure_gl_backend
+    from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
 
     ensure_gl_backend()
+    quiet_simulator_logs()
     import robosuite
     from robosuite.controllers import load_composite_controller_config
 
@@ -42,13 +39,18 @@ def bench_lift(steps: int, size: int) -> float:
         camera_names=["agentview", "robot0_eye_in_hand"], camera_heights=size, camera_widths=size, control_freq=20,
     )
     env.reset()
+    rate = _steps_per_second(env, steps)
+    env.close()
+    return rate
+
+
+def _steps_per_second(env, steps: int) -> float:
+    """Time `steps` random small actions (the same sequence for every env)."""
     rng = np.random.default_rng(0)
     t = time.perf_counter()
     for _ in range(steps):
         env.step(rng.uniform(-0.3, 0.3, size=7))
-    rate = steps / (time.perf_counter() - t)
-    env.close()
-    return rate
+    return steps / (time.perf_counter() - t)
 
 
 def main() -> None:
