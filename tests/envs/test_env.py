@@ -123,3 +123,16 @@ def test_unknown_category_is_named(tmp_path, bowl_task):
     bad.write_text(text)
     with pytest.raises(LiberoError, match="flying_saucer"):
         load_task(bad)
+
+
+def test_up_threshold(soup_env):
+    import mujoco
+
+    soup_env.reset(seed=0)
+    g = soup_env.geometry
+    adr = soup_env._joint_qpos["alphabet_soup_1"]
+    start = soup_env.data.qpos[adr + 2]
+    for dz, expected in [(th.UP_HEIGHT - 0.01, False), (th.UP_HEIGHT + 0.01, True)]:
+        soup_env.data.qpos[adr + 2] = start + dz
+        mujoco.mj_forward(soup_env.model, soup_env.data)
+        assert g.up("alphabet_soup_1") is expected
