@@ -82,15 +82,13 @@ def look_at_quat(pos, target) -> list[float]:
 
     A MuJoCo camera looks along its own -z axis with +y up in the picture.
     """
-    p, t = [float(v) for v in pos], [float(v) for v in target]
-    z = [p[i] - t[i] for i in range(3)]
-    n = math.sqrt(sum(v * v for v in z))
-    z = [v / n for v in z]
-    x = [-z[1], z[0], 0.0]  # (0, 0, 1) x z
-    n = math.hypot(x[0], x[1])
-    x = [v / n for v in x]
-    y = [z[1] * x[2] - z[2] * x[1], z[2] * x[0] - z[0] * x[2], z[0] * x[1] - z[1] * x[0]]
-    # Rotation matrix with columns x, y, z → quaternion.
-    m = [[x[0], y[0], z[0]], [x[1], y[1], z[1]], [x[2], y[2], z[2]]]
-    w = math.sqrt(max(0.0, 1 + m[0][0] + m[1][1] + m[2][2])) / 2
-    return [w, (m[2][1] - m[1][2]) / (4 * w), (m[0][2] - m[2][0]) / (4 * w), (m[1][0] - m[0][1]) / (4 * w)]
+    import mujoco
+    import numpy as np
+
+    z = np.asarray(pos, float) - np.asarray(target, float)
+    z /= np.linalg.norm(z)
+    x = np.cross([0.0, 0.0, 1.0], z)
+    x /= np.linalg.norm(x)
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, np.stack([x, np.cross(z, x), z], axis=1).reshape(9))
+    return quat.tolist()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes.util
+import logging
 import os
 
 from libero_ll.errors import LiberoError
@@ -42,18 +43,10 @@ def quiet_simulator_logs() -> None:
 
     Its errors still show. Must run before robosuite is imported to silence the import-time messages.
     """
-    import logging
-
     logger = logging.getLogger("robosuite_logs")
-    if not any(getattr(f, "_libero_ll", False) for f in logger.filters):
-        level_filter = _ErrorsOnly()
-        logger.addFilter(level_filter)
+    if _errors_only not in logger.filters:
+        logger.addFilter(_errors_only)
 
 
-class _ErrorsOnly:
-    _libero_ll = True
-
-    def filter(self, record) -> bool:
-        import logging
-
-        return record.levelno >= logging.ERROR
+def _errors_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.ERROR

@@ -145,10 +145,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print) -> Path:
                 f"{cfg.env.image_size}; use another data.dir or delete the file to re-collect"
             )
     # Low-dim inputs are standardised with the first task's statistics only: later tasks are unseen.
-    first = task_data[0].demos
-    policy.set_lowdim_stats(
-        {k: (np.concatenate([d[k] for d in first]).mean(0), np.concatenate([d[k] for d in first]).std(0)) for k in policy.lowdim_keys}
-    )
+    first = {k: np.concatenate([d[k] for d in task_data[0].demos]) for k in policy.lowdim_keys}
+    policy.set_lowdim_stats({k: (v.mean(0), v.std(0)) for k, v in first.items()})
     init_states = [e.sample_init_states(int(cfg.eval.init_states), int(cfg.eval.init_seed) + k) for k, e in enumerate(envs)]
     np.savez(run_dir / "init_states.npz", **{n: s for n, s in zip(names, init_states)})
 

@@ -58,7 +58,6 @@ class Learner:
         self.train_cfg = train
         self.opts = {**self.options, **options}
         self.optimizer = None
-        self.scheduler = None
         self.rng = np.random.default_rng(0)
 
     @classmethod
@@ -76,7 +75,6 @@ class Learner:
         """Fresh optimiser and cosine schedule for task k."""
         t = self.train_cfg
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=t.lr, weight_decay=t.weight_decay)
-        self._steps_per_epoch = None
         self._total_steps = None
 
     def observe(self, batch: dict) -> float:
