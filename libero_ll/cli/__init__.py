@@ -1,0 +1,47 @@
+"""The `libero-ll` command: parse arguments and call one function per subcommand.
+
+Each subcommand lives in its own module with a `register(subparsers)` function; the modules stay
+thin and call into the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from libero_ll.errors import LiberoError
+
+# Order of the subcommands in `libero-ll --help`.
+SUBCOMMANDS = ("check", "render", "collect", "train", "metrics")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
+    p = argparse.ArgumentParser(prog="libero-ll", description="Lifelong imitation learning for robot manipulation.")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"libero_ll.cli.{name}").register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    # Spinning OpenMP threads make 2-thread torch many times slower when the simulator shares the cores.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except LiberoError as e:
+        if args.debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""`python -m libero_ll.cli`."""
+
+import sys
+
+from libero_ll.cli import main
+
+sys.exit(main())

@@ -1,0 +1,36 @@
+"""`libero-ll render`: write the camera images of a reset task to a PNG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def cmd_render(args) -> int:
+    import numpy as np
+    from PIL import Image
+
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    env = LiberoEnv(args.file, EnvConfig(image_size=args.size, robot_mesh=args.robot_mesh))
+    try:
+        obs = env.reset(seed=args.seed)
+        img = np.concatenate([obs["agentview_rgb"], obs["eye_in_hand_rgb"]], axis=1)
+    finally:
+        env.close()
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp.png")
+    Image.fromarray(img).save(tmp)
+    tmp.replace(out)
+    print(f"wrote {out} (agentview | eye-in-hand, {args.size}x{args.size} each)")
+    return 0
+
+
+def register(sub) -> None:
+    s = sub.add_parser("render", help="write both camera images of a reset to a PNG")
+    s.add_argument("file")
+    s.add_argument("-o", "--output", required=True)
+    s.add_argument("--size", type=int, default=128)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--robot-mesh", default="visual", choices=["visual", "collision"])
+    s.set_defaults(func=cmd_render)
