@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export OMP_WAIT_POLICY ?= PASSIVE
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup gl demo test test-slow bench clean
+.PHONY: setup gl demo test test-slow bench clean tasks
 
 setup: gl $(STAMP)
 
@@ -44,6 +44,11 @@ test-slow: setup
 
 bench: setup
 	$(PY) scripts/bench/env_speed.py
+
+# Regenerate the five shipped suites from libero_ll/tasks/suites/ (byte-identical .bddl files) and
+# remake any fixed initial states that are missing or no longer match their task.
+tasks: setup
+	$(PY) scripts/make_tasks.py --init-states
 
 clean:
 	rm -rf $(VENV) runs datasets

@@ -10,6 +10,11 @@ import pytest
 os.environ.setdefault("MUJOCO_GL", "osmesa")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Tests never write into the user's cache folder: instruction embeddings go to a folder of this run.
+if "LIBERO_LL_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["LIBERO_LL_CACHE"] = tempfile.mkdtemp(prefix="libero_ll_test_cache_")
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "bddl_tasks" / "quickstart"

@@ -25,16 +25,7 @@ def get_model(category: str) -> Model:
 
 def affordances() -> dict[str, list[str]]:
     """Category name → its affordance region names, the form the BDDL validator takes."""
-    return {name: [r.name for r in CATEGORIES.get(name).regions] for name in CATEGORIES}
-
-
-# ---------------------------------------------------------------- workspaces
-
-# The table of a scene family is a fixture like any other in task files, but its geometry comes
-# from the arena; the model here only carries its name and kind so that files naming it validate.
-register_category(
-    Model("table", "workspace", (0.4, 0.6, 0.025), (), description="the plain table of the tabletop family")
-)
+    return {name: [r.name for r in CATEGORIES.get(name).all_regions] for name in CATEGORIES}
 
 
 # Filling the registries: each module registers its models on import.

@@ -22,6 +22,9 @@ class Geom:
         yaw: rotation about the model's z axis, radians.
         rgba: colour.
         collide: whether the geom takes part in contacts (decorations like labels do not).
+        axis: the axis ("x", "y" or "z", before the yaw) along which a cylinder or capsule runs, or
+            along which a box's third size lies; "z" keeps MuJoCo's own orientation.
+        name: optional name, so that code can find the geom (e.g. a burner that glows when on).
     """
 
     type: str
@@ -30,6 +33,32 @@ class Geom:
     yaw: float = 0.0
     rgba: tuple[float, float, float, float] = (0.5, 0.5, 0.5, 1.0)
     collide: bool = True
+    axis: str = "z"
+    name: str = ""
+
+    def quat(self) -> tuple[float, float, float, float]:
+        """Orientation (w, x, y, z): first turn the z axis onto `axis`, then the yaw about z."""
+        h = math.sqrt(0.5)
+        tilt = {"z": (1.0, 0.0, 0.0, 0.0), "x": (h, 0.0, h, 0.0), "y": (h, -h, 0.0, 0.0)}[self.axis]
+        c, s = math.cos(self.yaw / 2), math.sin(self.yaw / 2)
+        w2, x2, y2, z2 = tilt
+        # yaw quaternion (c, 0, 0, s) times tilt
+        return (c * w2 - s * z2, c * x2 - s * y2, c * y2 + s * x2, c * z2 + s * w2)
+
+    def volume(self) -> float:
+        """Volume in m^3 (used to spread a model's mass over its colliding geoms)."""
+        sz = self.size
+        if self.type == "box":
+            return 8 * sz[0] * sz[1] * sz[2]
+        if self.type == "cylinder":
+            return math.pi * sz[0] ** 2 * 2 * sz[1]
+        if self.type == "sphere":
+            return 4 / 3 * math.pi * sz[0] ** 3
+        if self.type == "capsule":
+            return math.pi * sz[0] ** 2 * 2 * sz[1] + 4 / 3 * math.pi * sz[0] ** 3
+        if self.type == "ellipsoid":
+            return 4 / 3 * math.pi * sz[0] * sz[1] * sz[2]
+        raise ValueError(f"unknown geom type {self.type!r}")
 
 
 @dataclass(frozen=True)
@@ -65,6 +94,54 @@ class Grasp:
 
 
 @dataclass(frozen=True)
+class Joint:
+    """The joint that lets a part of a fixture move: a drawer's slide, a door's hinge, a knob's axle.
+
+    Args:
+        kind: "drawer" (slide), "door" (hinge) or "knob" (hinge); decides the type and the
+            thresholds of the Open/Close and TurnOn/TurnOff predicates (envs/thresholds.py).
+        axis: direction of motion (slide) or rotation axis (hinge), part frame; positive values open
+            or turn on.
+        range: lower and upper joint limit (metres or radians); 0 is closed / off.
+        pos: anchor of a hinge in the part frame, metres.
+        damping: joint damping, N·s/m or N·m·s/rad, so that a part stays where the hand leaves it.
+        frictionloss: dry friction, N or N·m.
+    """
+
+    kind: str
+    axis: tuple[float, float, float]
+    range: tuple[float, float]
+    pos: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    damping: float = 5.0
+    frictionloss: float = 0.5
+
+    @property
+    def type(self) -> str:
+        return "slide" if self.kind == "drawer" else "hinge"
+
+
+@dataclass(frozen=True)
+class Part:
+    """A moving part of a fixture: its own body with a joint to the fixture.
+
+    Args:
+        name: part name; the MuJoCo body is ``<instance>_<name>`` and its joint ``<instance>_<name>_joint``.
+        pos: origin of the part in the fixture's frame when closed / off, metres.
+        joint: how it moves.
+        geoms: its shapes, in the part's frame.
+        regions: affordance regions that move with the part (the inside of a drawer).
+        handle: where a hand takes hold of it (part frame, metres), for experts; None for knobs.
+    """
+
+    name: str
+    pos: tuple[float, float, float]
+    joint: Joint
+    geoms: tuple[Geom, ...]
+    regions: tuple[Region, ...] = ()
+    handle: tuple[float, float, float] | None = None
+
+
+@dataclass(frozen=True)
 class Model:
     """A whole category: its geoms, regions, physical constants and grasp hint.
 
@@ -78,6 +155,12 @@ class Model:
         regions: affordance regions (see shared/spec/bddl.md).
         grasp: grasp hint for the expert (None for things that are not picked up).
         description: one line for people (the gallery, error messages).
+        parts: moving parts (drawers, doors, knobs), each with its joint.
+        controls: (name, part) pairs saying which part Open/Close/TurnOn/TurnOff act on: name is a
+            region of this model ("top_region" → the top drawer) or "" for the model itself
+            (Open(microwave_1) → its door).
+        mass: total mass in kg; when given, overrides `density` (fixtures whose boxes are hollow in
+            reality).
     """
 
     category: str
@@ -89,6 +172,27 @@ class Model:
     regions: tuple[Region, ...] = ()
     grasp: Grasp | None = None
     description: str = ""
+    parts: tuple[Part, ...] = ()
+    controls: tuple[tuple[str, str], ...] = ()
+    mass: float | None = None
+
+    @property
+    def all_regions(self) -> tuple[Region, ...]:
+        """Regions of the body itself and of its moving parts."""
+        return self.regions + tuple(r for p in self.parts for r in p.regions)
+
+    def part(self, name: str) -> Part:
+        for p in self.parts:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def control(self, name: str) -> Part | None:
+        """The part that Open/Close/TurnOn/TurnOff of `name` ("" = the model itself) act on, or None."""
+        for key, part in self.controls:
+            if key == name:
+                return self.part(part)
+        return None
 
     @property
     def top_z(self) -> float:
@@ -101,7 +205,7 @@ class Model:
         return math.hypot(self.half_size[0], self.half_size[1])
 
     def region(self, name: str) -> Region:
-        for r in self.regions:
+        for r in self.all_regions:
             if r.name == name:
                 return r
         raise KeyError(name)
@@ -172,23 +276,35 @@ def open_box(
 
 @dataclass
 class Arena:
-    """A scene family's static surroundings: the table (or floor) and where the robot stands.
+    """A scene family's static surroundings: the table (or floor), where the robot stands, the look of the room.
 
     Args:
         problem_class: the BDDL problem class this arena serves.
         workspace: the instance name of the table-like fixture task files refer to.
-        table_full_size: full extents of the table top (x, y, thickness), metres.
-        table_top_z: height of the table's top surface above the floor, metres.
+        workspace_category: its category.
+        table_full_size: full extents of the table top (x, y, thickness), metres; None for the floor.
+        table_top_z: height of the working surface above the floor, metres (0 for the floor).
         table_rgba: colour of the table top.
-        robot_base: where the robot stands: "table" (mounted at the near edge).
+        leg_rgba: colour of the table legs.
+        floor_rgba, floor_rgba2: the floor's two checker colours (equal for a plain floor).
+        wall_rgba: colour of the walls.
+        robot_base: where the robot's base sits, world frame, metres: mounted at the table's near edge
+            (on its pedestal) or standing on the ground.
         agentview: the front camera's position and the point it looks at (world frame, metres), chosen
             so that the workspace fills the picture.
+        description: one line for people.
     """
 
     problem_class: str
     workspace: str
-    table_full_size: tuple[float, float, float] = (0.8, 1.2, 0.05)
+    workspace_category: str
+    table_full_size: tuple[float, float, float] | None = (0.8, 1.2, 0.05)
     table_top_z: float = 0.8
     table_rgba: tuple[float, float, float, float] = (0.78, 0.74, 0.68, 1.0)
-    robot_base: str = "table"
+    leg_rgba: tuple[float, float, float, float] = (0.55, 0.55, 0.57, 1.0)
+    floor_rgba: tuple[float, float, float, float] = (0.62, 0.62, 0.6, 1.0)
+    floor_rgba2: tuple[float, float, float, float] = (0.58, 0.58, 0.56, 1.0)
+    wall_rgba: tuple[float, float, float, float] = (0.86, 0.85, 0.82, 1.0)
+    robot_base: tuple[float, float, float] = (-0.56, 0.0, 0.912)
     agentview: tuple[tuple[float, float, float], tuple[float, float, float]] = ((0.3, 0.0, 1.4), (-0.12, 0.0, 0.8))
+    description: str = ""

@@ -12,8 +12,8 @@ import sys
 
 from libero_ll.errors import LiberoError
 
-# Order of the subcommands in `libero-ll --help`.
-SUBCOMMANDS = ("check", "render", "collect", "train", "metrics")
+# Modules of the subcommands, in the order of `libero-ll --help`.
+SUBCOMMANDS = ("check", "render", "init_states", "generate", "collect", "train", "metrics", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

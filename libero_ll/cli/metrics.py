@@ -1,4 +1,4 @@
-"""`libero-ll metrics`: print a run's success matrix and metrics."""
+"""`libero-ll metrics`: print a run's success matrix and metrics (FWT/NBT/AUC, or every metric with --all)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from pathlib import Path
 
 
 def cmd_metrics(args) -> int:
-    print_metrics(Path(args.run_dir), as_json=args.json)
+    if args.all or args.reference or args.single_task:
+        print_all_metrics(Path(args.run_dir), args.json, args.reference, args.single_task or (), args.epsilon)
+    else:
+        print_metrics(Path(args.run_dir), as_json=args.json)
     return 0
 
 
@@ -20,7 +23,11 @@ def print_metrics(run_dir: Path, as_json: bool) -> None:
     tensor = SuccessTensor.load(Path(run_dir) / "success.json")
     m = libero_metrics(tensor)
     if as_json:
-        out = {"run_dir": str(run_dir), "tasks": tensor.task_names, "matrix": _nan_none(tensor.matrix.tolist())}
+        out = {
+            "run_dir": str(run_dir),
+            "tasks": tensor.task_names,
+            "matrix": _nan_none(tensor.matrix.tolist()),
+        }
         out.update({k: _nan_none(v) for k, v in m.items()})
         print(json.dumps(out, indent=2))
         return
@@ -34,7 +41,84 @@ def print_metrics(run_dir: Path, as_json: bool) -> None:
     for j, n in enumerate(names):
         curve = ", ".join(f"e{e}:{c:.2f}" for e, c in zip(tensor.eval_epochs[j], tensor.curves[j]))
         print(f"  T{j + 1} {n}: {curve}")
-    print(f"FWT {m['fwt']:.3f} (higher is better)  NBT {m['nbt']:.3f} (lower is better)  AUC {m['auc']:.3f} (higher is better)")
+    print(
+        f"FWT {m['fwt']:.3f} (higher is better)  NBT {m['nbt']:.3f} (lower is better)  "
+        f"AUC {m['auc']:.3f} (higher is better)"
+    )
+
+
+# Scalar metrics printed by --all: key, label, which way is better.
+ALL_SCALARS = (
+    ("fwt", "FWT (LIBERO)", "higher"),
+    ("nbt", "NBT (LIBERO)", "lower"),
+    ("auc", "AUC (LIBERO)", "higher"),
+    ("A", "A, accuracy", "higher"),
+    ("BWT", "BWT, backward transfer", "higher"),
+    ("REM", "REM, remembering", "higher"),
+    ("BWT_plus", "BWT+, positive backward transfer", "higher"),
+    ("FWT_prime", "FWT', zero-shot forward transfer", "higher"),
+    ("MS", "MS, model size efficiency", "higher"),
+    ("SSS", "SSS, sample storage efficiency", "higher"),
+    ("CE", "CE, computational efficiency", "higher"),
+    ("CL_score", "CL_score, equal weights", "higher"),
+    ("CL_score_W2", "CL_score, weights W2", "higher"),
+    ("CL_score_W3", "CL_score, weights W3", "higher"),
+    ("R_final", "R_K, mean success after the last task", "higher"),
+    ("F_final", "F_K, forgetting after the last task", "lower"),
+    ("I", "I, intransigence (mean over tasks)", "lower"),
+    ("FT", "FT, Continual World forward transfer", "higher"),
+)
+PER_TASK = (
+    ("fwt_per_task", "FWT_k"),
+    ("nbt_per_task", "NBT_k"),
+    ("auc_per_task", "AUC_k"),
+    ("R_per_task", "R_k"),
+    ("F_per_task", "F_k"),
+    ("train_auc_per_task", "curve AUC_k"),
+    ("I_per_task", "I_k"),
+    ("FT_per_task", "FT_k"),
+)
+
+
+def print_all_metrics(
+    run_dir: Path, as_json: bool, reference: str | None = None, single_task=(), epsilon: float = 1.0
+) -> None:
+    """Print every metric of a run (docs/metrics.md), or the same as JSON.
+
+    Args:
+        run_dir: the run directory.
+        as_json: print one JSON object instead of text.
+        reference: a reference (multitask) run directory, for intransigence.
+        single_task: single-task run directories, for Continual World's forward transfer.
+        epsilon: CE's scaling factor.
+    """
+    from libero_ll.evaluation.runs import load_run, measure_run
+
+    run = load_run(run_dir)
+    ref = load_run(reference) if reference else None
+    singles = [load_run(p) for p in single_task]
+    m = measure_run(run, ref, singles, epsilon)
+    if as_json:
+        out = {
+            "run_dir": str(run_dir),
+            "tasks": run.tensor.task_names,
+            "matrix": _nan_none(run.tensor.matrix.tolist()),
+        }
+        out.update({k: _nan_none(v) for k, v in m.items()})
+        print(json.dumps(out, indent=2))
+        return
+    print_metrics(run_dir, as_json=False)
+    print(f"method: suite {run.suite}, learner {run.learner}, policy {run.policy}, seed {run.seed}")
+    for key, label, better in ALL_SCALARS:
+        value = m[key]
+        text = f"{value:8.4f}" if not math.isnan(value) else "     n/a"
+        why = f"  (not recorded: {m['not_recorded'][key]})" if key in m["not_recorded"] else ""
+        print(f"  {label:<42} {text}  {better} is better{why}")
+    print(f"  CL_score criteria used: {', '.join(m['CL_score_criteria']) or 'none'}")
+    print("per task:     " + " ".join(f"{'T' + str(j + 1):>7}" for j in range(m["K"])))
+    for key, label in PER_TASK:
+        cells = " ".join("    n/a" if math.isnan(v) else f"{v:7.3f}" for v in m[key])
+        print(f"  {label:<12}{cells}")
 
 
 def _nan_none(v):
@@ -42,11 +126,28 @@ def _nan_none(v):
         return None if math.isnan(v) else v
     if isinstance(v, list):
         return [_nan_none(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _nan_none(x) for k, x in v.items()}
     return v
 
 
 def register(sub) -> None:
-    s = sub.add_parser("metrics", help="print a run's success matrix and FWT/NBT/AUC")
+    s = sub.add_parser(
+        "metrics", help="print a run's success matrix and FWT/NBT/AUC (every metric with --all)"
+    )
     s.add_argument("run_dir")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print JSON instead of text")
+    s.add_argument("--all", action="store_true", help="every metric of docs/metrics.md, not only FWT/NBT/AUC")
+    s.add_argument(
+        "--reference",
+        metavar="RUN_DIR",
+        help="reference (multitask) run for intransigence I_k; implies --all",
+    )
+    s.add_argument(
+        "--single-task",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="single-task runs for Continual World's forward transfer; implies --all",
+    )
+    s.add_argument("--epsilon", type=float, default=1.0, help="CE's scaling factor (default 1)")
     s.set_defaults(func=cmd_metrics)

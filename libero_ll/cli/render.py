@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from libero_ll.errors import LiberoError
+
 
 def cmd_render(args) -> int:
+    _size(args)
+    if args.gallery:
+        from libero_ll.envs.gallery import render_gallery
+
+        out = render_gallery(args.output, tile=args.size if args.size_given else 192)
+        print(f"wrote {out} (every category and scene family)")
+        return 0
+    if not args.file:
+        raise LiberoError("give a task file, or --gallery")
     import numpy as np
     from PIL import Image
 
@@ -27,10 +38,16 @@ def cmd_render(args) -> int:
 
 
 def register(sub) -> None:
-    s = sub.add_parser("render", help="write both camera images of a reset to a PNG")
-    s.add_argument("file")
+    s = sub.add_parser("render", help="write both camera images of a reset to a PNG, or the asset gallery")
+    s.add_argument("file", nargs="?", help="a .bddl task file")
+    s.add_argument("--gallery", action="store_true", help="one picture of every category and scene family")
     s.add_argument("-o", "--output", required=True)
-    s.add_argument("--size", type=int, default=128)
+    s.add_argument("--size", type=int, default=None, help="image side, pixels (128; 192 per gallery tile)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--robot-mesh", default="visual", choices=["visual", "collision"])
     s.set_defaults(func=cmd_render)
+
+
+def _size(args) -> None:
+    args.size_given = args.size is not None
+    args.size = args.size or 128

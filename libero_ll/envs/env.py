@@ -84,22 +84,42 @@ class LiberoEnv:
         self.scene.reset()
         self.model = self.scene.sim.model._model
         self.data = self.scene.sim.data._data
-        workspace = next(i for i, c in self.spec.instances().items() if get_model(c).kind == "workspace")
+        import mujoco
+
+        instances = self.spec.instances()
+        workspace = next(i for i, c in instances.items() if get_model(c).kind == "workspace")
         self.workspace = workspace
         bodies = {inst: obj.root_body for inst, obj in self.scene.mj_objects.items()}
-        table_regions = {
-            name: list(r.ranges)
-            for name, r in self.spec.regions.items()
-            if r.ranges and r.target == workspace
-        }
+        range_regions = {name: (r.target, list(r.ranges)) for name, r in self.spec.regions.items() if r.ranges}
+        joints = {}
+        for inst, obj in self.scene.mj_objects.items():
+            for part in get_model(instances[inst]).parts:
+                jid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, f"{inst}_{part.name}_joint")
+                joints[(inst, part.name)] = (int(self.model.jnt_qposadr[jid]), part.joint.kind)
         self.geometry = Geometry(
-            self.model, self.data, bodies, (workspace, "table"), table_regions, [0, 0, self.arena.table_top_z]
+            self.model,
+            self.data,
+            instances,
+            bodies,
+            (workspace, "table"),
+            range_regions,
+            [0, 0, self.arena.table_top_z],
+            joints,
         )
         self._joint_qpos = {
             inst: self.model.jnt_qposadr[self.model.body_jntadr[self.geometry.body_of[inst]]]
-            for inst, obj in self.scene.mj_objects.items()
-            if get_model(self.spec.instances()[inst]).kind == "object"
+            for inst in self.scene.mj_objects
+            if get_model(instances[inst]).kind == "object"
         }
+        # Fixtures have no free joint: their placement is part of the model, and it travels with the
+        # state (see get_state) so that a stored initial state restores the whole layout.
+        self._fixtures = sorted(i for i in self.scene.mj_objects if get_model(instances[i]).kind == "fixture")
+        # Burners that glow while their stove's knob is on.
+        self._burners = []
+        for inst in self.scene.mj_objects:
+            gid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, f"{inst}_burner")
+            if gid >= 0 and (inst, "knob") in joints:
+                self._burners.append((gid, inst, self.model.geom_rgba[gid].copy()))
         robot = self.scene.robots[0]
         self._arm_qpos = np.array(robot._ref_joint_pos_indexes)
         self._grip_qpos = np.array(robot._ref_gripper_joint_pos_indexes["right"])
@@ -117,6 +137,12 @@ class LiberoEnv:
         m.vis.quality.offsamples = 0
         m.vis.global_.offwidth = max(m.vis.global_.offwidth, self.config.image_size)
         m.vis.global_.offheight = max(m.vis.global_.offheight, self.config.image_size)
+        # Our instances' colliding geoms are in group 0 (they carry the mass); show them in group 2.
+        ours = tuple(f"{inst}_" for inst in self.scene.mj_objects)
+        for g in range(m.ngeom):
+            body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]) or ""
+            if m.geom_group[g] == 0 and body.startswith(ours):
+                m.geom_group[g] = 2
         if self.config.robot_mesh == "collision":
             for g in range(m.ngeom):
                 body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]) or ""
@@ -150,8 +176,27 @@ class LiberoEnv:
     # ------------------------------------------------------------------ state
 
     def get_state(self) -> np.ndarray:
-        """The flattened simulator state (time, qpos, qvel), replayable with `reset_to`."""
-        return np.asarray(self.scene.sim.get_state().flatten(), dtype=np.float64)
+        """The simulator state, replayable with `reset_to`.
+
+        The flattened MuJoCo state (time, qpos, qvel), followed by the pose of every fixture
+        (x, y, z and quaternion w, x, y, z; fixtures in name order), since fixtures are placed in
+        the model rather than by joints.
+        """
+        sim = np.asarray(self.scene.sim.get_state().flatten(), dtype=np.float64)
+        return np.concatenate([sim, self._fixture_layout()])
+
+    def _fixture_layout(self) -> np.ndarray:
+        out = []
+        for inst in self._fixtures:
+            bid = self.geometry.body_of[inst]
+            out.append(np.concatenate([self.model.body_pos[bid], self.model.body_quat[bid]]))
+        return np.concatenate(out) if out else np.zeros(0)
+
+    def _set_fixture_layout(self, layout: np.ndarray) -> None:
+        for k, inst in enumerate(self._fixtures):
+            bid = self.geometry.body_of[inst]
+            self.model.body_pos[bid] = layout[7 * k : 7 * k + 3]
+            self.model.body_quat[bid] = layout[7 * k + 3 : 7 * k + 7]
 
     def _sync_controller(self) -> None:
         # The operational-space controller keeps goals from the previous episode; start from here.
@@ -160,7 +205,15 @@ class LiberoEnv:
         mujoco.mj_forward(self.model, self.data)
         self.scene.robots[0].composite_controller.reset()
         self.geometry.record_start()
+        self._update_indicators()
         self.steps = 0
+
+    def _update_indicators(self) -> None:
+        from libero_ll.envs import thresholds as th
+
+        for gid, inst, off_rgba in self._burners:
+            on = self.geometry.joint_value(inst, "knob") >= th.KNOB_ON
+            self.model.geom_rgba[gid] = (0.95, 0.25, 0.08, 1.0) if on else off_rgba
 
     def reset(self, seed: int | None = None) -> dict:
         """Start an episode from a freshly sampled initial state.
@@ -170,8 +223,8 @@ class LiberoEnv:
         """
         rng = np.random.default_rng(seed)
         self.scene.reset()
-        poses = self._sample_placements(self.spec, self.arena, rng)
-        for inst, pose in poses.items():
+        layout = self._sample_placements(self.spec, self.arena, rng)
+        for inst, pose in layout.poses.items():
             if inst in self._joint_qpos:
                 adr = self._joint_qpos[inst]
                 self.data.qpos[adr : adr + 7] = np.concatenate([pose.pos, pose.quat_wxyz()])
@@ -179,6 +232,8 @@ class LiberoEnv:
                 bid = self.geometry.body_of[inst]
                 self.model.body_pos[bid] = pose.pos
                 self.model.body_quat[bid] = pose.quat_wxyz()
+        for key, (adr, _) in self.geometry.joints.items():
+            self.data.qpos[adr] = layout.joints.get(key, 0.0)
         self.data.qvel[:] = 0
         self._sync_controller()
         zero = np.zeros(7)
@@ -190,15 +245,18 @@ class LiberoEnv:
         return self.observe()
 
     def reset_to(self, state: np.ndarray) -> dict:
-        """Start an episode from a stored flattened state (a fixed initial state or a demo's init_state)."""
+        """Start an episode from a stored state (a fixed initial state or a demo's init_state)."""
         self.scene.reset()
         state = np.asarray(state, dtype=np.float64)
-        if state.shape != self.get_state().shape:
+        expected = self.get_state().shape[0]
+        if state.shape != (expected,):
             raise LiberoError(
-                f"state has {state.shape[0]} numbers but this task's simulator state has {self.get_state().shape[0]}; "
-                "was it recorded from a different task file?"
+                f"state has {state.shape[0] if state.ndim else 0} numbers but this task's simulator state has "
+                f"{expected}; was it recorded from a different task file?"
             )
-        self.scene.sim.set_state_from_flattened(state)
+        n_layout = 7 * len(self._fixtures)
+        self._set_fixture_layout(state[expected - n_layout :])
+        self.scene.sim.set_state_from_flattened(state[: expected - n_layout])
         self._sync_controller()
         return self.observe()
 
@@ -225,6 +283,8 @@ class LiberoEnv:
             raise LiberoError(f"an action is 7 numbers, got shape {action.shape}")
         self.scene.step(action)
         self.steps += 1
+        if self._burners:
+            self._update_indicators()
         success = self.check_goal()
         done = success or self.steps >= self.config.max_steps
         return self.observe(), done, {"success": success}

@@ -12,6 +12,7 @@ import numpy as np
 
 from libero_ll.bddl.spec import And, Not, Or, Predicate
 from libero_ll.envs import thresholds as th
+from libero_ll.envs.placement import joint_target, owner_of
 from libero_ll.errors import LiberoError
 
 
@@ -26,24 +27,32 @@ class BoxRegion:
 
 
 class Geometry:
-    """Reads positions, contacts and regions of a scene's instances from a MuJoCo model and data.
+    """Reads positions, contacts, joints and regions of a scene's instances from a MuJoCo model and data.
 
     Args:
         model, data: the raw ``mujoco.MjModel`` / ``mujoco.MjData`` of the scene.
-        instance_bodies: instance name → name of its root body in the model.
+        instances: instance name → category, for every instance of the task.
+        instance_bodies: instance name → name of its root body in the model (all but the workspace).
         workspace: instance name of the table-like fixture, and the body that carries its surface.
-        table_regions: full region name → list of (x_min, y_min, x_max, y_max) in the table-top frame.
-        table_top: world position of the table's top-surface centre.
+        range_regions: full region name → (target instance, list of (x_min, y_min, x_max, y_max)) in
+            the target's top-surface frame.
+        table_top: world position of the workspace's top-surface centre.
+        joints: (instance, part) → (qpos address, joint kind) of every moving part.
     """
 
-    def __init__(self, model, data, instance_bodies, workspace, table_regions, table_top):
+    def __init__(self, model, data, instances, instance_bodies, workspace, range_regions, table_top, joints):
         import mujoco
+
+        from libero_ll.assets.categories import get_model
 
         self.mj = mujoco
         self.model, self.data = model, data
+        self.instances = instances
         self.workspace_name, workspace_body = workspace
-        self.table_regions = table_regions
+        self.range_regions = range_regions
         self.table_top = np.asarray(table_top, dtype=float)
+        self.joints = joints
+        self.half_z = {n: get_model(c).half_size[2] for n, c in instances.items()}
         self.body_of: dict[str, int] = {}
         # geom id → index of the instance that owns it (-1: robot or arena)
         self.names = list(instance_bodies) + [self.workspace_name]
@@ -92,10 +101,8 @@ class Geometry:
         sid = self.mj.mj_name2id(self.model, self.mj.mjtObj.mjOBJ_SITE, full_name)
         if sid < 0:
             return None
-        owner = None
-        for inst in self.body_of:
-            if full_name.startswith(inst + "_"):
-                owner = inst
+        split = owner_of(full_name, self.instances)
+        owner = split[0] if split else None
         return BoxRegion(
             self.data.site_xpos[sid].copy(),
             self.data.site_xmat[sid].reshape(3, 3).copy(),
@@ -115,10 +122,19 @@ class Geometry:
                 and float(np.hypot(*(pa[:2] - pb[:2]))) <= th.ON_XY_TOLERANCE
                 and self.touching(a, b)
             )
-        if b in self.table_regions:
-            local = pa - self.table_top
-            inside = any(x0 <= local[0] <= x1 and y0 <= local[1] <= y1 for x0, y0, x1, y1 in self.table_regions[b])
-            return inside and 0.0 < local[2] <= th.ON_REGION_MAX_HEIGHT and self.touching(a, self.workspace_name)
+        if b in self.range_regions:
+            target, ranges = self.range_regions[b]
+            origin, rot = self.surface_frame(target)
+            local = rot.T @ (pa - origin)
+            tol = th.ON_RANGE_TOLERANCE
+            inside = any(
+                x0 - tol <= local[0] <= x1 + tol and y0 - tol <= local[1] <= y1 + tol for x0, y0, x1, y1 in ranges
+            )
+            if self.is_fixture(a):
+                # Fixtures are welded to the world and the simulator reports no contacts between two
+                # welded things: a fixture rests on the surface when its bottom is at the surface.
+                return bool(inside and abs(local[2] - self.half_z[a]) <= th.FIXTURE_ON_TOLERANCE)
+            return bool(inside and 0.0 < local[2] <= th.ON_REGION_MAX_HEIGHT and self.touching(a, target))
         region = self.site_region(b)
         if region is None:
             raise LiberoError(f"On: unknown region {b!r}")
@@ -140,6 +156,35 @@ class Geometry:
         hi = region.half + th.IN_TOLERANCE
         return bool(np.all(local >= lo) and np.all(local <= hi)) and self.touching(a, region.owner)
 
+    def surface_frame(self, inst: str) -> tuple[np.ndarray, np.ndarray]:
+        """Origin (centre of the top surface) and rotation of the frame an instance's ranges are in."""
+        if inst == self.workspace_name:
+            return self.table_top, np.eye(3)
+        rot = self.rot(inst)
+        return self.pos(inst) + rot[:, 2] * self.half_z[inst], rot
+
+    def is_fixture(self, inst: str) -> bool:
+        """Whether an instance is welded to the world (a fixture or the workspace)."""
+        return self.model.body_weldid[self.body_of[inst]] == 0
+
+    def joint_value(self, inst: str, part: str) -> float:
+        """The joint position of a moving part: metres pulled out, or radians turned."""
+        adr, _ = self.joints[(inst, part)]
+        return float(self.data.qpos[adr])
+
+    def articulation(self, p: Predicate) -> bool:
+        """Open / Close / TurnOn / TurnOff against the thresholds of the part's kind."""
+        inst, part, kind = joint_target(p, self.instances)
+        q = self.joint_value(inst, part)
+        if p.name in ("open", "close"):
+            if kind == "knob":
+                raise LiberoError(f"{p.name}({p.args[0]}): a knob is turned on or off, not opened or closed")
+            opened, closed = (th.DRAWER_OPEN, th.DRAWER_CLOSED) if kind == "drawer" else (th.DOOR_OPEN, th.DOOR_CLOSED)
+            return bool(q >= opened if p.name == "open" else q <= closed)
+        if kind != "knob":
+            raise LiberoError(f"{p.name}({p.args[0]}): only a stove knob is turned on or off")
+        return bool(q >= th.KNOB_ON if p.name == "turnon" else q <= th.KNOB_OFF)
+
     def up(self, a: str) -> bool:
         """Up(a): a is lifted more than UP_HEIGHT above where it started."""
         return float(self.pos(a)[2]) - self.start_z.get(a, float(self.pos(a)[2])) > th.UP_HEIGHT
@@ -152,10 +197,9 @@ class Geometry:
             return self.inside(*p.args)
         if p.name == "up":
             return self.up(p.args[0])
-        raise LiberoError(
-            f"predicate {p.name} needs an articulated fixture (drawer, door or knob); "
-            f"none of this scene's categories has one yet"
-        )
+        if p.name in ("open", "close", "turnon", "turnoff"):
+            return self.articulation(p)
+        raise LiberoError(f"unknown predicate {p.name}")
 
     def evaluate(self, f) -> bool:
         """Evaluate a goal formula (And / Or / Not / atom)."""

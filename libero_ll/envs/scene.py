@@ -12,7 +12,7 @@ from libero_ll.bddl.spec import TaskSpec
 
 
 class TaskScene(ManipulationEnv):
-    """A Panda at a table holding the fixtures and objects of one task file.
+    """A Panda in a scene family's arena holding the fixtures and objects of one task file.
 
     Object placement, observations and goal checks live in `LiberoEnv`; this class only builds the
     model and runs robosuite's controller and physics.
@@ -46,8 +46,11 @@ class TaskScene(ManipulationEnv):
 
     def _load_model(self):
         super()._load_model()
+        import numpy as np
+
         robot = self.robots[0].robot_model
-        robot.set_base_xpos(robot.base_xpos_offset["table"](self.arena.table_full_size[0]))
+        # set_base_xpos places the bottom of the robot's pedestal; the arena names where the base goes.
+        robot.set_base_xpos(np.array(self.arena.robot_base) + robot.bottom_offset)
         mujoco_arena = build_arena(self.arena)
         for inst, cat in self.spec.instances().items():
             model = get_model(cat)

@@ -136,3 +136,135 @@ def libero_metrics(tensor: SuccessTensor) -> dict:
         "auc_per_task": auc.tolist(),
         "K": K,
     }
+
+
+def all_metrics(
+    tensor: SuccessTensor,
+    resources=None,
+    *,
+    replay: bool = False,
+    data_sizes: Sequence | None = None,
+    reference: Sequence[float] | None = None,
+    single_task_auc: Sequence[float] | None = None,
+    epsilon: float = 1.0,
+) -> dict:
+    """Every metric of docs/metrics.md for one run, from its saved results.
+
+    The run is measured on the tasks learned so far (K as in ``libero_metrics``). Metrics whose inputs
+    were not recorded are NaN and named in ``"not_recorded"`` with the reason.
+
+    Args:
+        tensor: the run's success tensor.
+        resources: its ``RunResources`` (``resources.json``), or None when not recorded.
+        replay: True when the learner's ``memory_bytes`` are stored samples (experience replay); they
+            then count for SSS; otherwise they are kept with the model (Fisher, masks) and count for MS.
+        data_sizes: per task a ``TaskDataSize`` of its training set (None where unknown); gives Mem(D)
+            for SSS and the windows of one epoch for CE's one-pass cost.
+        reference: per task r*_k, the success of a reference (multitask) run, for intransigence.
+        single_task_auc: per task the ``curve_auc`` of a single-task run from scratch, for Continual
+            World's forward transfer.
+        epsilon: CE's scaling factor ε.
+    Returns:
+        A flat dict: the ``libero_metrics`` keys; ``A, BWT, REM, BWT_plus, FWT_prime, MS, SSS, CE``;
+        ``CL_score, CL_score_W2, CL_score_W3`` (over the recorded criteria, ``CL_score_criteria``);
+        ``R_per_task, F_per_task, R_final, F_final``; ``train_auc_per_task``; ``I_per_task, I``
+        (with a reference); ``FT_per_task, FT`` (with single-task references); ``not_recorded``.
+    """
+    from libero_ll.evaluation import cl_metrics as cl
+
+    out = libero_metrics(tensor)
+    K = out["K"]
+    R = np.asarray(tensor.matrix, dtype=np.float64)[:K, :K]
+    missing: dict[str, str] = {}
+
+    bwt = cl.backward_transfer(R)
+    out.update(
+        A=cl.accuracy(R),
+        BWT=bwt,
+        REM=cl.remembering(bwt),
+        BWT_plus=cl.positive_backward_transfer(bwt),
+        FWT_prime=cl.forward_transfer_zero_shot(R),
+    )
+    if np.isnan(out["FWT_prime"]):
+        missing["FWT_prime"] = "no task was evaluated before it was learned"
+    out.update(_resource_criteria(resources, K, replay, data_sizes, epsilon, missing))
+
+    criteria = {c: out[c] for c in cl.CRITERIA}
+    out["CL_score_criteria"] = [c for c in cl.CRITERIA if not np.isnan(criteria[c])]
+    for name, weights in (("CL_score", "equal"), ("CL_score_W2", "W2"), ("CL_score_W3", "W3")):
+        out[name] = cl.cl_score(criteria, weights, skip_missing=True)
+
+    r_k, f_k = cl.average_success(R), cl.forgetting(R)
+    out.update(
+        R_per_task=r_k.tolist(),
+        F_per_task=f_k.tolist(),
+        R_final=float(r_k[-1]) if K else float("nan"),
+        F_final=float(f_k[-1]) if K else float("nan"),
+    )
+    auc = np.array([cl.curve_auc(tensor.eval_epochs[k], tensor.curves[k]) for k in range(K)])
+    out["train_auc_per_task"] = auc.tolist()
+    if reference is not None:
+        i_k = cl.intransigence(R, np.asarray(reference, dtype=np.float64)[:K])
+        out.update(I_per_task=i_k.tolist(), I=_mean(i_k))
+    else:
+        out.update(I_per_task=[float("nan")] * K, I=float("nan"))
+        missing["I"] = "no reference run given"
+    if single_task_auc is not None:
+        ft = cl.cw_forward_transfer(auc, np.asarray(single_task_auc, dtype=np.float64)[:K])
+        out.update(FT_per_task=ft.tolist(), FT=_mean(ft))
+    else:
+        out.update(FT_per_task=[float("nan")] * K, FT=float("nan"))
+        missing["FT"] = "no single-task reference runs given"
+    out["not_recorded"] = missing
+    return out
+
+
+# Bytes per policy parameter (float32 weights).
+PARAM_BYTES = 4
+
+
+def _resource_criteria(resources, K: int, replay: bool, data_sizes, epsilon: float, missing: dict) -> dict:
+    """MS, SSS and CE from the recorded resources; NaN (and a reason in ``missing``) when not recorded."""
+    from libero_ll.evaluation import cl_metrics as cl
+
+    nan = float("nan")
+    if resources is None:
+        for c in ("MS", "SSS", "CE"):
+            missing[c] = "resources.json not recorded"
+        return {"MS": nan, "SSS": nan, "CE": nan}
+
+    def field(name: str) -> np.ndarray:
+        return resources.array(name, K)
+
+    params, memory = field("params"), field("memory_bytes")
+    seen, macs = field("samples_seen"), field("train_macs")
+    out = {}
+
+    model_bytes = PARAM_BYTES * params + (0.0 if replay else memory)
+    out["MS"] = cl.model_size_efficiency(model_bytes)
+    if np.isnan(out["MS"]):
+        missing["MS"] = "params or memory_bytes not recorded for every task"
+
+    stored = memory if replay else np.zeros(K)
+    sizes = list(data_sizes) if data_sizes is not None else [None] * K
+    data_bytes = (
+        sum(s.nbytes for s in sizes[:K]) if len(sizes) >= K and all(s is not None for s in sizes[:K]) else nan
+    )
+    if np.isnan(stored).any():
+        out["SSS"] = nan
+        missing["SSS"] = "memory_bytes not recorded for every task"
+    elif K and not stored.any():
+        out["SSS"] = 1.0  # nothing stored: no need to know the data's size
+    else:
+        out["SSS"] = cl.sample_storage_efficiency(stored, data_bytes)
+        if np.isnan(out["SSS"]):
+            missing["SSS"] = "the size of the training data is unknown (demo files not found)"
+
+    windows = np.array([s.windows if s is not None else nan for s in sizes[:K]] + [nan] * (K - len(sizes)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Cost of one window (forward and backward) times the windows of one epoch of the task's own data.
+        pass_ops = np.where(seen > 0, macs / seen * windows, nan)
+    out["CE"] = cl.computational_efficiency(pass_ops, macs, epsilon) if K else nan
+    if np.isnan(out["CE"]):
+        missing["CE"] = "train_macs, samples_seen or the training data's size not recorded for every task"
+    return out

@@ -45,9 +45,11 @@ class EvalConfig:
         every: evaluate the current task every this many epochs (and at epoch 0 and the last epoch).
         rollouts: rollouts per evaluation.
         max_steps: episode cap, policy steps.
-        init_states: number of fixed initial states per task.
-        init_seed: seed that fixes them (the same for every method).
+        init_states: number of fixed initial states per task: the first ones of the task's shipped
+            `<task>.init.npz` when it is current, else sampled with `init_seed`.
+        init_seed: seed that fixes sampled initial states (the same for every method).
         past_tasks: after each task, evaluate all earlier tasks (for NBT and AUC).
+        workers: environment processes stepping rollouts in parallel (1: in the training process).
     """
 
     every: int = 5
@@ -56,22 +58,57 @@ class EvalConfig:
     init_states: int = 50
     init_seed: int = 7
     past_tasks: bool = True
+    workers: int = 1
 
 
 @dataclass
 class PolicySection:
-    """Which policy, and its own keys (checked by the policy's config class)."""
+    """Which policy, and its own keys (checked by the policy's config class).
+
+    Args:
+        name: registry name of the policy (resnet_t, resnet_rnn, vit_t).
+        cfg: keys of the chosen policy; they take precedence over `by_name[name]`.
+        by_name: policy name → keys used whenever that policy is the chosen one, so that a preset can
+            size every architecture and `policy.name=...` alone switches between them. Every entry is
+            checked against its policy, chosen or not.
+    """
 
     name: str = "resnet_t"
     cfg: dict = field(default_factory=dict)
+    by_name: dict = field(default_factory=dict)
+
+
+def policy_config(cfg) -> dict:
+    """The chosen policy's keys: `policy.by_name[policy.name]` updated with `policy.cfg`."""
+    from omegaconf import OmegaConf
+
+    section = OmegaConf.to_container(cfg.policy, resolve=True)
+    return {**(section["by_name"].get(section["name"]) or {}), **(section["cfg"] or {})}
 
 
 @dataclass
 class LearnerSection:
-    """Which learner, and its own options (checked by the learner)."""
+    """Which learner, and its own options (checked by the learner).
+
+    Args:
+        name: registry name of the learner (seql, er, ewc, packnet, mtl).
+        options: options of the chosen learner; they take precedence over `by_name[name]`.
+        by_name: learner name → options used whenever that learner is the chosen one, so that a preset can
+            carry sensible options for every learner and `learner.name=...` alone switches between them.
+            Every entry is checked against its learner, chosen or not.
+    """
 
     name: str = "er"
     options: dict = field(default_factory=dict)
+    by_name: dict = field(default_factory=dict)
+
+
+def learner_options(cfg) -> dict:
+    """The chosen learner's options: `learner.by_name[learner.name]` updated with `learner.options`."""
+    from omegaconf import OmegaConf
+
+    section = OmegaConf.to_container(cfg.learner, resolve=True)
+    return {**(section["by_name"].get(section["name"]) or {}), **(section["options"] or {})}
 
 
 @dataclass
@@ -87,6 +124,9 @@ class ExperimentConfig:
         output_dir: where run directories are created.
         num_threads: torch CPU threads.
         device: "auto" (CUDA when available), "cpu" or "cuda".
+        init_from: start the policy from the weights of an earlier run (pretraining): a checkpoint file
+            written by a run, a run directory (its final policy), or a glob pattern of run directories
+            (the last match in name order, i.e. the newest of one run name). None: random initial weights.
     """
 
     name: str = "run"
@@ -97,6 +137,7 @@ class ExperimentConfig:
     output_dir: str = "runs"
     num_threads: int = 2
     device: str = "auto"
+    init_from: Optional[str] = None
     data: DataConfig = field(default_factory=DataConfig)
     env: EnvSettings = field(default_factory=EnvSettings)
     train: TrainConfig = field(default_factory=TrainConfig)

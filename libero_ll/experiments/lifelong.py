@@ -1,10 +1,13 @@
-"""The lifelong loop of shared/spec/protocol.md: learn tasks in order, evaluate, keep the best, record the tensor."""
+"""The lifelong loop of shared/spec/protocol.md: learn tasks in order, evaluate, keep the best, record the
+tensor; every epoch's state is saved so that a killed run can be resumed."""
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
@@ -13,8 +16,26 @@ import numpy as np
 import torch
 
 from libero_ll.errors import LiberoError
+from libero_ll.experiments.checkpoint import (
+    FINAL_POLICY,
+    atomic_torch_save,
+    derive_seed,
+    isolated_rng,
+    load_checkpoint,
+    load_policy_weights,
+    resolve_init_from,
+    rng_states,
+    set_rng_states,
+)
+from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+STATE_FILE = "resume.pt"
+STATE_VERSION = 1
+# The "epoch" under which evaluations of earlier tasks after a stage draw their random numbers.
+PAST_TASKS_EPOCH = 1_000_000
 
 
 def suite_dir(suite: str) -> Path:
@@ -30,13 +51,20 @@ def suite_dir(suite: str) -> Path:
 
 
 def suite_tasks(suite: str, names: list[str] | None = None) -> list[Path]:
-    """Task files of a suite in learning order (the given names, or all sorted by name)."""
+    """Task files of a suite in learning order: the given names, else a shipped suite's registry order,
+    else all files sorted by name."""
     folder = suite_dir(suite)
     files = {f.stem: f for f in sorted(folder.glob("*.bddl"))}
     if not files:
         raise LiberoError(f"{folder}: no .bddl task files")
     if names is None:
-        return list(files.values())
+        from libero_ll.tasks.registry import get_suite, suite_names
+
+        if suite in suite_names() and folder == REPO_ROOT / "bddl_tasks" / suite:
+            # A shipped benchmark suite is learned in its registry order (the paper's).
+            names = get_suite(suite).names()
+        else:
+            return list(files.values())
     missing = [n for n in names if n not in files]
     if missing:
         raise LiberoError(f"suite {suite}: unknown tasks {missing}; known: {', '.join(files)}")
@@ -52,48 +80,53 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _atomic_torch_save(obj, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+@dataclass
+class _Position:
+    """Where a run is: the stage, its phase ("start", "train" or "finetune") and the last completed epoch."""
+
+    stage: int = 0
+    phase: str = "start"
+    epoch: int = 0
 
 
-def run_lifelong(cfg, log: Callable[[str], None] = print) -> Path:
-    """Run one lifelong experiment end to end and return its run directory.
+def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | None = None,
+                 envs: list | None = None) -> Path:
+    """Run one lifelong experiment end to end (or continue one) and return its run directory.
 
-    Steps: collect missing demos with the expert, embed instructions, then for each task k: evaluate
-    at epoch 0, train `train.epochs` epochs evaluating every `eval.every`, restore the best
-    checkpoint (earliest on ties), let the learner finish the task, evaluate earlier tasks.
-    The success tensor is saved after every evaluation.
+    Steps: embed instructions, build the policy (optionally from `init_from`), collect missing demos with the
+    expert, then for each stage of the learner (one task per stage, or all tasks for MTL): evaluate at
+    epoch 0, train `train.epochs` epochs evaluating every `eval.every`, restore the best checkpoint (earliest
+    on ties), let the learner finish the stage (`end_task`, then its post-task epochs), evaluate earlier
+    tasks. After every epoch the whole training state is written atomically to RUN_DIR/resume.pt, so a run
+    killed at any moment continues from its last completed epoch; on CPU the result equals an uninterrupted
+    run's. The success tensor is saved after every evaluation, resources.json after every stage, and
+    TensorBoard scalars (loss, lr, success per task) go to RUN_DIR/tensorboard.
 
     Args:
         cfg: an ExperimentConfig-shaped OmegaConf config (see `load_config`).
         log: receives one line per event.
+        resume: a run directory to continue (its config must be `cfg`); None starts a new run.
+        envs: already built LiberoEnvs of the run's tasks, in learning order and with the run's env settings,
+            to share between several runs in one process (building a scene takes seconds); they are left
+            open. None builds them and closes them at the end.
     """
     from omegaconf import OmegaConf
 
-    from libero_ll.data.collect import collect_task
-    from libero_ll.data.dataset import SequenceDataset, load_task_data
+    from libero_ll.data.dataset import SequenceDataset
     from libero_ll.envs.env import EnvConfig, LiberoEnv
     from libero_ll.evaluation.rollout import evaluate_task
     from libero_ll.evaluation.success import SuccessTensor
+    from libero_ll.experiments.config import learner_options, policy_config
     from libero_ll.learners import TrainConfig, make_learner
     from libero_ll.policies import make_policy
     from libero_ll.policies.language import encode_instructions
 
-    check_components(cfg)
+    check_components(cfg, check_init=resume is None)
     torch.set_num_threads(int(cfg.num_threads))
     seed_everything(int(cfg.seed))
     device = _device(cfg.device)
     tasks = suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     names = [t.stem for t in tasks]
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(cfg.output_dir) / f"{cfg.name}_{Path(cfg.suite).name}_{cfg.learner.name}_{cfg.policy.name}_seed{cfg.seed}_{stamp}"
-    (run_dir / "checkpoints").mkdir(parents=True, exist_ok=False)
-    tmp = run_dir / "config.yaml.tmp"
-    OmegaConf.save(cfg, tmp)
-    os.replace(tmp, run_dir / "config.yaml")
-    log(f"run directory: {run_dir}")
 
     env_cfg = EnvConfig(
         image_size=int(cfg.env.image_size),
@@ -102,8 +135,270 @@ def run_lifelong(cfg, log: Callable[[str], None] = print) -> Path:
         reflections=bool(cfg.env.reflections),
         max_steps=int(cfg.eval.max_steps),
     )
+    own_envs = envs is None
+    if own_envs:
+        envs = [LiberoEnv(t, env_cfg) for t in tasks]
+    elif len(envs) != len(tasks):
+        raise LiberoError(f"{len(envs)} environments given for {len(tasks)} tasks")
+    evaluator = None
+    writer = None
+    try:
+        # 1. language and policy (a pretrained architecture mismatch fails here, before any long work)
+        embs = encode_instructions([e.spec.language for e in envs], str(cfg.language_encoder))
+        policy_cfg = policy_config(cfg)
+        shape_meta = {
+            "image_shape": (int(cfg.env.image_size), int(cfg.env.image_size), 3),
+            "lowdim": {"joint_states": 7, "gripper_states": 2, "ee_states": 6},
+            "action_dim": 7,
+            "task_emb_dim": int(embs.shape[1]),
+        }
+        policy = make_policy(str(cfg.policy.name), policy_cfg, shape_meta).to(device)
+        saved = _load_state(Path(resume)) if resume is not None else None
+        if cfg.init_from and saved is None:
+            source = resolve_init_from(str(cfg.init_from))
+            load_policy_weights(policy, source)
+            log(f"policy initialised from {source}")
+        run_dir = _open_run_dir(cfg, resume, log)
 
-    # 1. demonstrations
+        # 2. demonstrations
+        task_data = _load_demos(cfg, tasks, embs, policy, env_cfg, log)
+        if not cfg.init_from:
+            # Low-dim inputs are standardised with the first task's statistics only: later tasks are unseen.
+            # A pretrained policy keeps the statistics it was trained with.
+            first = {k: np.concatenate([d[k] for d in task_data[0].demos]) for k in policy.lowdim_keys}
+            policy.set_lowdim_stats({k: (v.mean(0), v.std(0)) for k, v in first.items()})
+        init_states = _init_states(cfg, tasks, envs, names, run_dir, log)
+        obs_keys = policy.image_keys + policy.lowdim_keys
+
+        train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
+        learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
+        learner.rng = np.random.default_rng(int(cfg.seed))
+        stages = learner.stages(len(tasks))
+        sample = SequenceDataset([task_data[0]], policy.seq_len, obs_keys)
+        macs_per_window = forward_macs_per_window(policy, sample.get_batch(np.arange(min(2, len(sample)))))
+        num_params = sum(p.numel() for p in policy.parameters())
+
+        if int(cfg.eval.workers) > 1:
+            from libero_ll.evaluation.vector_eval import ParallelEvaluator
+
+            evaluator = ParallelEvaluator(tasks, env_cfg, int(cfg.eval.workers))
+
+        def evaluate(j: int, *when: int) -> float:
+            # Own random streams per (stage, epoch, task): evaluation never shifts training's streams.
+            with learner.eval_context(j), isolated_rng(derive_seed(int(cfg.seed), *when, j)), torch.no_grad():
+                policy.eval()
+                args = (init_states[j], embs[j], int(cfg.eval.rollouts), int(cfg.eval.max_steps))
+                if evaluator is not None:
+                    return evaluator.evaluate(policy, j, *args)
+                return evaluate_task(policy, envs[j], *args)
+
+        # 3. where to start: the beginning, or the last completed epoch of a killed run
+        tensor = SuccessTensor.empty(names)
+        pos, global_epoch, resources = _Position(), 0, []
+        best, best_index, best_state = -1.0, 0, None
+        if saved is not None:
+            policy.load_state_dict(saved["policy"])
+            learner.load_state_dict(saved["learner"], task_data)
+            tensor = SuccessTensor.from_dict(saved["tensor"])
+            pos = _Position(**saved["position"])
+            global_epoch, resources = int(saved["global_epoch"]), list(saved["resources"])
+            best, best_index, best_state = float(saved["best"]), int(saved["best_index"]), saved["best_state"]
+            tensor.save(run_dir / "success.json")
+            write_resources(run_dir / "resources.json", resources)
+            if pos.stage >= len(stages):
+                log(f"resuming {run_dir}: the run had finished, nothing left to train")
+            else:
+                log(f"resuming {run_dir} at stage {pos.stage + 1}/{len(stages)}, {pos.phase} epoch {pos.epoch}")
+
+        from torch.utils.tensorboard import SummaryWriter
+
+        # On resume, drop scalars logged after the saved state (they will be logged again).
+        writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=global_epoch + 1 if saved else None)
+
+        def save_state(stage: int, phase: str, epoch: int) -> None:
+            writer.flush()
+            state = {
+                "version": STATE_VERSION,
+                "position": {"stage": stage, "phase": phase, "epoch": epoch},
+                "global_epoch": global_epoch,
+                "policy": policy.state_dict(),
+                "learner": learner.state_dict(),
+                "tensor": tensor.to_dict(),
+                "best": best,
+                "best_index": best_index,
+                "best_state": best_state,
+                "resources": resources,
+                "rng": rng_states(),
+            }
+            atomic_torch_save(state, run_dir / STATE_FILE)
+            _write_json(run_dir / "progress.json", {"stage": stage, "phase": phase, "epoch": epoch,
+                                                   "stages": len(stages), "global_epoch": global_epoch})
+
+        if saved is not None:
+            set_rng_states(saved["rng"])
+        else:
+            # A fixed point for the training streams, whatever setup consumed (e.g. collecting demos).
+            seed_everything(derive_seed(int(cfg.seed), 1))
+
+        # 4. the lifelong loop
+        epochs, every = int(cfg.train.epochs), max(1, int(cfg.eval.every))
+        t_run = time.time()
+        for s in range(pos.stage, len(stages)):
+            stage = stages[s]
+            label = names[stage[0]] if len(stage) == 1 else f"all {len(stage)} tasks"
+            data_s = task_data[stage[0]] if len(stage) == 1 else [task_data[j] for j in stage]
+            dataset = SequenceDataset([task_data[j] for j in stage], policy.seq_len, obs_keys)
+            phase, first_epoch = (pos.phase, pos.epoch) if s == pos.stage else ("start", 0)
+            t0 = time.time()
+
+            if phase == "start":
+                learner.start_task(s, data_s)
+                scores = []
+                for j in stage:
+                    scores.append(evaluate(j, s, 0))
+                    tensor.eval_epochs[j].append(0)
+                    tensor.curves[j].append(scores[-1])
+                    writer.add_scalar(f"{names[j]}/success", scores[-1], global_epoch)
+                best, best_index, best_state = float(np.mean(scores)), 0, copy.deepcopy(policy.state_dict())
+                tensor.save(run_dir / "success.json")
+                log(f"stage {s + 1}/{len(stages)} {label}: epoch 0 success {_fmt(scores)}")
+                phase, first_epoch = "train", 0
+                save_state(s, phase, 0)
+
+            if phase == "train":
+                for epoch in range(first_epoch + 1, epochs + 1):
+                    lr = learner.current_lr()
+                    loss = learner.train_epoch(dataset)
+                    global_epoch += 1
+                    for j in stage:
+                        tensor.losses[j].append(loss)
+                        writer.add_scalar(f"{names[j]}/loss", loss, global_epoch)
+                        writer.add_scalar(f"{names[j]}/lr", lr, global_epoch)
+                    line = f"stage {s + 1} epoch {epoch}: loss {loss:.3f}"
+                    if epoch % every == 0 or epoch == epochs:
+                        scores = []
+                        for j in stage:
+                            scores.append(evaluate(j, s, epoch))
+                            tensor.eval_epochs[j].append(epoch)
+                            tensor.curves[j].append(scores[-1])
+                            writer.add_scalar(f"{names[j]}/success", scores[-1], global_epoch)
+                        if float(np.mean(scores)) > best:
+                            best, best_state = float(np.mean(scores)), copy.deepcopy(policy.state_dict())
+                            best_index = len(tensor.curves[stage[0]]) - 1
+                        line += f" success {_fmt(scores)}"
+                    tensor.save(run_dir / "success.json")
+                    log(f"{line} ({time.time() - t0:.0f}s)")
+                    save_state(s, "train", epoch)
+
+                # The kept policy: the best checkpoint, then whatever the learner does at the end of a stage.
+                policy.load_state_dict(best_state)
+                ckpt = f"task{stage[0]:02d}_best.pt" if len(stage) == 1 else "all_tasks_best.pt"
+                atomic_torch_save(
+                    {
+                        "policy": best_state, "tasks": list(stage), "task_names": [names[j] for j in stage],
+                        "success": best, "policy_name": str(cfg.policy.name),
+                        "config": OmegaConf.to_container(cfg),
+                    },
+                    run_dir / "checkpoints" / ckpt,
+                )
+                learner.end_task(s, data_s)
+                phase, first_epoch = "finetune", 0
+                save_state(s, phase, 0)
+
+            extra = learner.post_task_epochs()
+            for epoch in range(first_epoch + 1, extra + 1):
+                loss = learner.train_epoch(dataset)
+                global_epoch += 1
+                for j in stage:
+                    writer.add_scalar(f"{names[j]}/finetune_loss", loss, global_epoch)
+                log(f"stage {s + 1} fine-tune epoch {epoch}/{extra}: loss {loss:.3f} ({time.time() - t0:.0f}s)")
+                save_state(s, "finetune", epoch)
+
+            # Success of the kept policy: the stage's best point, then earlier tasks. A stage of several tasks
+            # (MTL) has one kept policy for all of them, so it fills every row from each task's own on.
+            row = stage[-1]
+            if len(stage) == 1:
+                tensor.matrix[row, row] = tensor.curves[row][best_index]
+            else:
+                for j in stage:
+                    tensor.matrix[j:, j] = tensor.curves[j][best_index]
+            if cfg.eval.past_tasks:
+                for j in range(stage[0]):
+                    tensor.matrix[row, j] = evaluate(j, s, PAST_TASKS_EPOCH)
+                    log(f"after stage {s + 1}: success on task {j + 1} {tensor.matrix[row, j]:.2f}")
+            for j in range(len(tasks)):
+                if not np.isnan(tensor.matrix[row, j]):
+                    writer.add_scalar(f"{names[j]}/success_after_task", tensor.matrix[row, j], global_epoch)
+            tensor.save(run_dir / "success.json")
+            # A task's training windows: all of its stage's (replayed ones included), or, in a stage of several
+            # tasks, those drawn from it. Forward + backward costs about 3 forward passes.
+            for j in stage:
+                if len(stage) == 1:
+                    windows, extra_windows = sum(learner.samples_by_task.values()), learner.extra_windows()
+                else:
+                    windows, extra_windows = learner.samples_by_task.get(j, 0), 0
+                macs = macs_per_window * 3 * (windows + extra_windows)
+                resources.append(task_entry(
+                    names[j], j, num_params, learner.params_used(j), learner.memory_bytes(), windows, macs
+                ))
+            write_resources(run_dir / "resources.json", resources)
+            save_state(s + 1, "start", 0)
+
+        final = {"policy": policy.state_dict(), "policy_name": str(cfg.policy.name), "config": OmegaConf.to_container(cfg)}
+        atomic_torch_save(final, run_dir / FINAL_POLICY)
+        log(f"done: {len(tasks)} tasks, {global_epoch} epochs in {time.time() - t_run:.0f}s; results in {run_dir}")
+    finally:
+        if writer is not None:
+            writer.close()
+        if evaluator is not None:
+            evaluator.close()
+        if own_envs:
+            for e in envs:
+                e.close()
+    return run_dir
+
+
+def _fmt(scores: list[float]) -> str:
+    return " ".join(f"{v:.2f}" for v in scores)
+
+
+def _open_run_dir(cfg, resume, log) -> Path:
+    from omegaconf import OmegaConf
+
+    if resume is not None:
+        run_dir = Path(resume)
+        if not (run_dir / "config.yaml").exists():
+            raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
+        return run_dir
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = f"{cfg.name}_{Path(cfg.suite).name}_{cfg.learner.name}_{cfg.policy.name}_seed{cfg.seed}_{stamp}"
+    run_dir = Path(cfg.output_dir) / base
+    n = 1
+    while run_dir.exists():  # two runs started in the same second
+        n += 1
+        run_dir = Path(cfg.output_dir) / f"{base}-{n}"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    tmp = run_dir / ".config.yaml.tmp"
+    OmegaConf.save(cfg, tmp)
+    os.replace(tmp, run_dir / "config.yaml")
+    log(f"run directory: {run_dir}")
+    return run_dir
+
+
+def _load_state(run_dir: Path) -> dict | None:
+    path = run_dir / STATE_FILE
+    if not path.exists():
+        return None  # killed before its first epoch: start over in the same directory
+    state = load_checkpoint(path)
+    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        raise LiberoError(f"{path}: not a resume state of this version of libero_ll")
+    return state
+
+
+def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
+    from libero_ll.data.collect import collect_task
+    from libero_ll.data.dataset import load_task_data
+
     data_dir = Path(cfg.data.dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     for task in tasks:
@@ -119,89 +414,59 @@ def run_lifelong(cfg, log: Callable[[str], None] = print) -> Path:
             f"collected {stats.kept} demos of {task.stem} in {time.time() - t0:.0f}s "
             f"(expert success {stats.success_rate:.0%}, mean length {stats.mean_length:.0f})"
         )
-
-    # 2. language and data
-    envs = [LiberoEnv(t, env_cfg) for t in tasks]
-    instructions = [e.spec.language for e in envs]
-    embs = encode_instructions(instructions, str(cfg.language_encoder))
-    policy_cfg = OmegaConf.to_container(cfg.policy.cfg, resolve=True)
-    shape_meta = {
-        "image_shape": (int(cfg.env.image_size), int(cfg.env.image_size), 3),
-        "lowdim": {"joint_states": 7, "gripper_states": 2, "ee_states": 6},
-        "action_dim": 7,
-        "task_emb_dim": int(embs.shape[1]),
-    }
-    policy = make_policy(str(cfg.policy.name), policy_cfg, shape_meta).to(device)
     obs_keys = policy.image_keys + policy.lowdim_keys
     task_data = [
         load_task_data(data_dir / f"{t.stem}.hdf5", k, embs[k], obs_keys, int(cfg.data.demos_per_task))
         for k, t in enumerate(tasks)
     ]
-    for k, (td, t) in enumerate(zip(task_data, tasks)):
+    for td, t in zip(task_data, tasks):
         have = td.demos[0]["agentview_rgb"].shape[1] if "agentview_rgb" in td.demos[0] else None
         if have is not None and have != int(cfg.env.image_size):
             raise LiberoError(
                 f"{data_dir / (t.stem + '.hdf5')}: images are {have}x{have} but env.image_size is "
                 f"{cfg.env.image_size}; use another data.dir or delete the file to re-collect"
             )
-    # Low-dim inputs are standardised with the first task's statistics only: later tasks are unseen.
-    first = {k: np.concatenate([d[k] for d in task_data[0].demos]) for k in policy.lowdim_keys}
-    policy.set_lowdim_stats({k: (v.mean(0), v.std(0)) for k, v in first.items()})
-    init_states = [e.sample_init_states(int(cfg.eval.init_states), int(cfg.eval.init_seed) + k) for k, e in enumerate(envs)]
-    np.savez(run_dir / "init_states.npz", **{n: s for n, s in zip(names, init_states)})
-
-    train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
-    learner = make_learner(str(cfg.learner.name), policy, train_cfg, OmegaConf.to_container(cfg.learner.options))
-    learner.rng = np.random.default_rng(int(cfg.seed))
-    tensor = SuccessTensor.empty(names)
-    every = max(1, int(cfg.eval.every))
-
-    def evaluate(k: int) -> float:
-        policy.eval()
-        with torch.no_grad():
-            return evaluate_task(policy, envs[k], init_states[k], embs[k], int(cfg.eval.rollouts), int(cfg.eval.max_steps))
-
-    # 3. the lifelong loop
-    for k, task in enumerate(tasks):
-        dataset = SequenceDataset([task_data[k]], policy.seq_len, obs_keys)
-        learner.start_task(k, task_data[k])
-        t0 = time.time()
-        success = evaluate(k)
-        tensor.eval_epochs[k].append(0)
-        tensor.curves[k].append(success)
-        best, best_state = success, copy.deepcopy(policy.state_dict())
-        tensor.save(run_dir / "success.json")
-        log(f"task {k + 1}/{len(tasks)} {task.stem}: epoch 0 success {success:.2f}")
-        for epoch in range(1, int(cfg.train.epochs) + 1):
-            loss = learner.train_epoch(dataset)
-            tensor.losses[k].append(loss)
-            if epoch % every == 0 or epoch == int(cfg.train.epochs):
-                success = evaluate(k)
-                tensor.eval_epochs[k].append(epoch)
-                tensor.curves[k].append(success)
-                if success > best:
-                    best, best_state = success, copy.deepcopy(policy.state_dict())
-                tensor.save(run_dir / "success.json")
-                log(f"task {k + 1} epoch {epoch}: loss {loss:.3f} success {success:.2f} ({time.time() - t0:.0f}s)")
-        policy.load_state_dict(best_state)
-        _atomic_torch_save(
-            {"policy": best_state, "task": k, "task_name": task.stem, "success": best, "config": OmegaConf.to_container(cfg)},
-            run_dir / "checkpoints" / f"task{k:02d}_best.pt",
-        )
-        learner.end_task(k, task_data[k])
-        tensor.matrix[k, k] = best
-        if cfg.eval.past_tasks:
-            for j in range(k):
-                tensor.matrix[k, j] = evaluate(j)
-                log(f"after task {k + 1}: success on task {j + 1} {tensor.matrix[k, j]:.2f}")
-        tensor.save(run_dir / "success.json")
-    for e in envs:
-        e.close()
-    return run_dir
+    return task_data
 
 
-def check_components(cfg) -> None:
-    """Fail before any work is done when the policy, its keys, the learner or its options are unknown."""
+def _init_states(cfg, tasks: list[Path], envs, names: list[str], run_dir: Path, log) -> list[np.ndarray]:
+    """The fixed initial states of every task, kept in RUN_DIR/init_states.npz (a resumed run reuses them).
+
+    A task's shipped states (`<task>.init.npz` beside its task file) are used when they are current and
+    hold enough states; otherwise `eval.init_states` states are sampled with `eval.init_seed`.
+    """
+    from libero_ll.envs.init_states import has_init_states, load_init_states
+
+    path = run_dir / "init_states.npz"
+    if path.exists():
+        with np.load(path) as f:
+            return [f[n] for n in names]
+    n = int(cfg.eval.init_states)
+    states = []
+    for k, (task, env) in enumerate(zip(tasks, envs)):
+        if has_init_states(task):
+            try:
+                states.append(load_init_states(task, n, state_size=env.get_state().shape[0]))
+                continue
+            except LiberoError as e:
+                log(f"not using the shipped initial states: {e}")
+        states.append(env.sample_init_states(n, int(cfg.eval.init_seed) + k))
+    tmp = run_dir / ".init_states.npz.tmp"
+    with open(tmp, "wb") as f:
+        np.savez(f, **{name: st for name, st in zip(names, states)})
+    os.replace(tmp, path)
+    return states
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj))
+    os.replace(tmp, path)
+
+
+def check_components(cfg, check_init: bool = True) -> None:
+    """Fail before any work is done when the policy, its keys, the learner or its options are unknown, or
+    when `init_from` (checked unless `check_init` is False) names nothing."""
     from omegaconf import OmegaConf
 
     import libero_ll.learners  # noqa: F401  (registration)
@@ -210,10 +475,27 @@ def check_components(cfg) -> None:
     from libero_ll.policies.base import coerce_config
     from libero_ll.policies.registry import POLICIES
 
+    from libero_ll.experiments.config import learner_options, policy_config
+
     policy_cls = POLICIES.get(str(cfg.policy.name))
-    coerce_config(policy_cls.config_class, OmegaConf.to_container(cfg.policy.cfg, resolve=True))
-    LEARNERS.get(str(cfg.learner.name)).check_options(OmegaConf.to_container(cfg.learner.options))
+    coerce_config(policy_cls.config_class, policy_config(cfg))
+    for name, keys in OmegaConf.to_container(cfg.policy.by_name, resolve=True).items():
+        try:
+            coerce_config(POLICIES.get(str(name)).config_class, keys or {})
+        except LiberoError as e:
+            raise LiberoError(f"policy.by_name.{name}: {e}") from None
+
+    LEARNERS.get(str(cfg.learner.name)).check_options(learner_options(cfg))
+    for name, opts in OmegaConf.to_container(cfg.learner.by_name, resolve=True).items():
+        try:
+            LEARNERS.get(str(name)).check_options(opts or {})
+        except LiberoError as e:
+            raise LiberoError(f"learner.by_name.{name}: {e}") from None
+    if int(cfg.eval.workers) < 1:
+        raise LiberoError(f"eval.workers must be at least 1, got {cfg.eval.workers}")
     suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
+    if check_init and cfg.init_from:
+        resolve_init_from(str(cfg.init_from))
 
 
 def _device(name: str) -> torch.device:

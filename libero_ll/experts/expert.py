@@ -14,9 +14,11 @@ import numpy as np
 from libero_ll.assets.categories import get_model
 from libero_ll.bddl.spec import Predicate
 from libero_ll.errors import LiberoError
+from libero_ll.envs.placement import joint_target, owner_of
+from libero_ll.experts.articulation import articulation_waypoints
 from libero_ll.experts.skills import hand_down_rotation, nearest_equivalent_yaw, servo
 
-EXPERT_VERSION = "scripted-expert 0.1"
+EXPERT_VERSION = "scripted-expert 0.2"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -38,19 +40,69 @@ class PickPlace:
     goal: Predicate
 
 
-def plan(goal_predicates: list[Predicate]) -> list[PickPlace]:
-    """Turn a conjunction of On/In atoms into pick-and-place steps, one per object, in goal order.
+@dataclass
+class Articulate:
+    """Drive one moving part (drawer, door, knob) so that `goal` (Open/Close/TurnOn/TurnOff) holds."""
+
+    inst: str
+    part: str
+    kind: str
+    goal: Predicate
+
+
+def plan(goal_predicates: list[Predicate], instances: dict[str, str], holds=None) -> list:
+    """Order the skills that make a conjunction of goal atoms hold.
+
+    Goal atoms are handled in their order in the goal, with two rules: something that goes into a
+    drawer or the microwave has that drawer or door opened first (if it is not open already), and a
+    Close of that drawer or door in the goal comes after everything that goes into it. Atoms that
+    already hold at planning time (`holds(atom)` true) are skipped, except placements.
+
+    Args:
+        goal_predicates: the goal's atoms.
+        instances: instance → category of the task.
+        holds: optional callable(Predicate) → bool telling what already holds.
 
     Raises:
-        LiberoError: for goal predicates the expert cannot achieve yet (articulated fixtures, Up).
+        LiberoError: for goal predicates the expert cannot achieve (Up, Or, Not).
     """
-    steps = []
+    holds = holds or (lambda p: False)
+    steps: list = []
+    closes_later: list = []
+    goal_closes = {(p.name, p.args) for p in goal_predicates if p.name == "close"}
     for p in goal_predicates:
         if p.name in ("on", "in"):
+            opener = _container_part(p.args[1], instances)
+            if opener is not None:
+                inst, part, kind, atom_arg = opener
+                open_atom = Predicate("open", (atom_arg,))
+                if not holds(open_atom) and not any(isinstance(s, Articulate) and s.part == part and s.inst == inst for s in steps):
+                    steps.append(Articulate(inst, part, kind, open_atom))
             steps.append(PickPlace(p.args[0], p))
+        elif p.name in ("open", "close", "turnon", "turnoff"):
+            if holds(p) and p.name != "close":
+                continue
+            inst, part, kind = joint_target(p, instances)
+            step = Articulate(inst, part, kind, p)
+            if p.name == "close" and ("close", p.args) in goal_closes:
+                closes_later.append(step)
+            else:
+                steps.append(step)
         else:
             raise LiberoError(f"the scripted expert cannot achieve {p.name}({', '.join(p.args)}) yet")
-    return steps
+    return steps + closes_later
+
+
+def _container_part(where: str, instances: dict[str, str]):
+    """(instance, part, kind, Open argument) when `where` is a region inside a drawer or behind a door."""
+    split = owner_of(where, instances)
+    if split is None:
+        return None
+    inst, region = split
+    part = get_model(instances[inst]).control(region)
+    if part is None or part.joint.kind == "knob":
+        return None
+    return inst, part.name, part.joint.kind, where
 
 
 class ScriptedExpert:
@@ -66,7 +118,7 @@ class ScriptedExpert:
         self.env = env
         self.rng = rng
         self.noise = noise
-        self.steps = plan(env.spec.goal_predicates())
+        self.steps = plan(env.spec.goal_predicates(), env.spec.instances(), env.geometry.holds)
         self.speed = float(rng.uniform(0.45, 0.7))
         self._queue: list = []
         self._stage = 0
@@ -82,6 +134,9 @@ class ScriptedExpert:
             self._queue = []
             return
         step = self.steps[i]
+        if isinstance(step, Articulate):
+            self._queue = articulation_waypoints(self.env, step.inst, step.part, step.kind, step.goal.name, self.rng)
+            return
         env, g = self.env, self.env.geometry
         inst = env.spec.instances()
         model = get_model(inst[step.obj])

@@ -1,11 +1,17 @@
-"""The one training loop every learner shares; learners change it through three hooks.
+"""The one training loop every learner shares; learners change it through a few hooks.
 
-`start_task(k, data)` before task k, `observe(batch)` for each batch (one optimisation step), and
-`end_task(k, data)` after task k's best checkpoint has been restored.
+`start_task(k, data)` before stage k, `observe(batch)` for each batch (one optimisation step),
+`end_task(k, data)` after stage k's best checkpoint has been restored, then `post_task_epochs()` more
+epochs of the same loop (PackNet's fine-tune after pruning), and `eval_context(j)` around every
+evaluation of task j. Sequential learners have one stage per task (stage k is task k); a learner may
+group tasks into other stages (`stages`, e.g. MTL's single stage of all tasks).
+
+Everything a learner needs to continue after a crash is in `state_dict()` / `load_state_dict()`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -57,46 +63,103 @@ class Learner:
         self.policy = policy
         self.train_cfg = train
         self.opts = {**self.options, **options}
-        self.optimizer = None
+        self.optimizer: torch.optim.Optimizer | None = None
         self.rng = np.random.default_rng(0)
+        self._planned_epochs = train.epochs
+        self._total_steps: int | None = None
+        self._done_steps = 0
+        # Training windows per task id seen in the current stage (replayed windows included).
+        self.samples_by_task: dict[int, int] = {}
 
     @classmethod
     def check_options(cls, options: dict) -> None:
-        """LiberoError naming any option this learner does not have."""
+        """LiberoError naming any option this learner does not have, or a value it cannot use."""
         unknown = sorted(set(options) - set(cls.options))
         if unknown:
             raise LiberoError(
                 f"learner {cls.__name__}: unknown options {unknown}; known: {sorted(cls.options) or 'none'}"
             )
+        cls.check_values({**cls.options, **options})
+
+    @classmethod
+    def check_values(cls, opts: dict) -> None:
+        """LiberoError for an option value out of range (subclasses check their own)."""
+
+    @classmethod
+    def stages(cls, num_tasks: int) -> list[list[int]]:
+        """Task indices trained together in each stage, in order: one task per stage by default."""
+        return [[k] for k in range(num_tasks)]
 
     # ------------------------------------------------------------------ hooks
 
-    def start_task(self, k: int, data: TaskData) -> None:
-        """Fresh optimiser and cosine schedule for task k."""
-        t = self.train_cfg
-        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=t.lr, weight_decay=t.weight_decay)
-        self._total_steps = None
+    def start_task(self, k: int, data) -> None:
+        """Fresh optimiser and cosine schedule for stage k (`data`: the stage's TaskData, or a list of them)."""
+        self.optimizer = self._new_optimizer()
+        self._begin_schedule(self.train_cfg.epochs)
+        self.samples_by_task = {}
 
     def observe(self, batch: dict) -> float:
         """One optimisation step on `batch`; returns the loss."""
+        self._count(batch)
         loss = self.policy.compute_loss(batch)
         self._step(loss)
         return float(loss.detach())
 
-    def end_task(self, k: int, data: TaskData) -> None:
-        """Called after task k's training, with the kept (best) weights loaded."""
+    def end_task(self, k: int, data) -> None:
+        """Called after stage k's training, with the kept (best) weights loaded."""
+
+    def post_task_epochs(self) -> int:
+        """Epochs of the shared loop to run after `end_task` (resumable like training epochs); 0 by default."""
+        return 0
+
+    def eval_context(self, j: int):
+        """Context manager in which the policy acts as the learner's policy for task j (a no-op here)."""
+        return contextlib.nullcontext()
+
+    def memory_bytes(self) -> int:
+        """Bytes the learner keeps besides the policy (replay data, Fisher values, masks); 0 here."""
+        return 0
+
+    def params_used(self, k: int) -> int:
+        """Parameters of the policy used for task k: all of them here."""
+        return sum(p.numel() for p in self.policy.parameters())
+
+    def extra_windows(self) -> int:
+        """Windows passed forward and backward in the stage beyond training batches (e.g. Fisher); 0 here."""
+        return 0
 
     # ------------------------------------------------------------------ loop
+
+    def _new_optimizer(self) -> torch.optim.Optimizer:
+        t = self.train_cfg
+        return torch.optim.AdamW(self.policy.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+
+    def _begin_schedule(self, epochs: int) -> None:
+        self._planned_epochs = int(epochs)
+        self._total_steps = None
+        self._done_steps = 0
+
+    def _count(self, batch: dict) -> None:
+        for tid, n in zip(*np.unique(np.asarray(batch["task_id"]), return_counts=True)):
+            self.samples_by_task[int(tid)] = self.samples_by_task.get(int(tid), 0) + int(n)
+
+    def adjust_gradients(self) -> None:
+        """Called between backward and the gradient clip (PackNet masks frozen weights here)."""
+
+    def after_update(self) -> None:
+        """Called after each optimiser step (PackNet restores frozen weights here)."""
 
     def _step(self, loss: torch.Tensor) -> None:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.adjust_gradients()
         torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.train_cfg.grad_clip)
         self.optimizer.step()
+        self.after_update()
         self._schedule()
 
     def _schedule(self) -> None:
-        # Cosine decay from lr to min_lr over the task's total number of steps.
+        # Cosine decay from lr to min_lr over the stage's total number of steps.
         if self._total_steps:
             self._done_steps += 1
             t = self.train_cfg
@@ -104,6 +167,10 @@ class Learner:
             lr = t.min_lr + 0.5 * (t.lr - t.min_lr) * (1 + math.cos(math.pi * frac))
             for g in self.optimizer.param_groups:
                 g["lr"] = lr
+
+    def current_lr(self) -> float:
+        """The learning rate the next step will use (NaN before the first stage)."""
+        return float(self.optimizer.param_groups[0]["lr"]) if self.optimizer is not None else float("nan")
 
     def epoch_indices(self, dataset: SequenceDataset) -> np.ndarray:
         """Window indices of one epoch, shuffled, every `window_stride`-th start with a random phase."""
@@ -115,18 +182,68 @@ class Learner:
             keep = np.arange(len(idx))
         return self.rng.permutation(keep)
 
-    def train_epoch(self, dataset: SequenceDataset) -> float:
-        """One pass over the task's windows; returns the mean loss."""
+    def train_mode(self) -> None:
+        """Put the policy in training mode before an epoch (PackNet keeps frozen norm layers in eval mode)."""
         self.policy.train()
+
+    def train_epoch(self, dataset: SequenceDataset) -> float:
+        """One pass over the stage's windows; returns the mean loss."""
+        self.train_mode()
         order = self.epoch_indices(dataset)
         bs = self.train_cfg.batch_size
         batches = [order[i : i + bs] for i in range(0, len(order), bs)]
         if self._total_steps is None:
-            self._total_steps = len(batches) * self.train_cfg.epochs
+            self._total_steps = len(batches) * self._planned_epochs
             self._done_steps = 0
         losses = [self.observe(dataset.get_batch(b)) for b in batches]
         return float(np.mean(losses)) if losses else float("nan")
 
+    # ------------------------------------------------------------------ state
+
     def state_dict(self) -> dict:
-        """What a checkpoint must hold to continue this learner (subclasses add their memories)."""
-        return {}
+        """What a checkpoint must hold to continue this learner mid-stage (subclasses add their memories).
+
+        Holds only tensors, numbers, strings, lists and dicts, so that it loads with weights_only=True.
+        """
+        return {
+            "rng": _rng_state(self.rng),
+            "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
+            "planned_epochs": self._planned_epochs,
+            "total_steps": self._total_steps,
+            "done_steps": self._done_steps,
+            "samples_by_task": {str(k): v for k, v in self.samples_by_task.items()},
+        }
+
+    def load_state_dict(self, state: dict, tasks: list[TaskData]) -> None:
+        """Restore `state_dict()`; `tasks` are all tasks' data, from which memories are rebuilt."""
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = _rng_from_state(state["rng"])
+        self.optimizer = None
+        if state["optimizer"] is not None:
+            self.optimizer = self._new_optimizer()
+            self.optimizer.load_state_dict(state["optimizer"])
+        self._planned_epochs = int(state["planned_epochs"])
+        self._total_steps = state["total_steps"]
+        self._done_steps = int(state["done_steps"])
+        self.samples_by_task = {int(k): int(v) for k, v in state["samples_by_task"].items()}
+
+
+def _rng_state(rng: np.random.Generator) -> dict:
+    # PCG64's 128-bit integers are kept as decimal strings: safe for weights_only loading.
+    s = rng.bit_generator.state
+    return {
+        "bit_generator": s["bit_generator"],
+        "state": str(s["state"]["state"]),
+        "inc": str(s["state"]["inc"]),
+        "has_uint32": int(s["has_uint32"]),
+        "uinteger": int(s["uinteger"]),
+    }
+
+
+def _rng_from_state(d: dict) -> dict:
+    return {
+        "bit_generator": d["bit_generator"],
+        "state": {"state": int(d["state"]), "inc": int(d["inc"])},
+        "has_uint32": d["has_uint32"],
+        "uinteger": d["uinteger"],
+    }

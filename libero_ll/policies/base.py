@@ -2,7 +2,8 @@
 
 A policy splits into ``encode_steps`` (each time step on its own: images, states, language → tokens) and
 ``temporal`` (a causal model over the window of tokens). Training supervises every step of a window at
-once; a rollout keeps the last ``seq_len`` steps' tokens per env, so each new frame is encoded only once.
+once; a rollout keeps the last ``seq_len`` steps' tokens per env, so each new frame is encoded only once
+(a recurrent architecture keeps its state instead, see ``rollout_features``).
 """
 
 from __future__ import annotations
@@ -54,9 +55,8 @@ def coerce_config(config_class: type, cfg: Any) -> Any:
 class BasePolicy(nn.Module):
     """A visuomotor policy: windows of observations and a task embedding → a GMM over actions per step.
 
-    Subclasses set ``config_class``, build ``self.head`` (a ``GMMHead``) and implement ``encode_steps``
-    and ``temporal``. The config must have ``image_keys``, ``lowdim_keys``, ``seq_len``, ``augment_shift``,
-    ``shift_pad``, ``augment_jitter``, ``jitter`` and ``deterministic_eval``.
+    Subclasses set ``config_class`` (a ``PolicyConfig`` subclass), build ``self.head`` (a ``GMMHead``) and
+    implement ``encode_steps`` and ``temporal``; a recurrent one also overrides ``rollout_features``.
 
     Args:
         cfg: the config (instance of ``config_class``, a mapping or an OmegaConf config).
@@ -208,6 +208,21 @@ class BasePolicy(nn.Module):
             )
         self._lengths[torch.as_tensor(env_ids, dtype=torch.long)] = 0
 
+    def rollout_features(self, new: torch.Tensor) -> torch.Tensor:
+        """Features (N, F) of the newest rollout step, given its tokens (N, 1, M, E); updates the history.
+
+        Tokens depend on their own step only, so earlier steps' tokens are kept rather than recomputed and
+        the temporal model reruns on the last ``seq_len`` steps. Architectures with a recurrent state
+        override this.
+        """
+        tokens = new if self._tokens is None else torch.cat([self._tokens, new], dim=1)
+        self._tokens = tokens[:, -self.seq_len :]
+        self._lengths = (self._lengths + 1).clamp_(max=self.seq_len)
+        length = self._tokens.shape[1]
+        # Envs restarted since the window began are left-padded: their older steps are masked out.
+        mask = torch.arange(length)[None, :] >= (length - self._lengths)[:, None]
+        return self.temporal(self._tokens, mask.to(self.device))[:, -1]
+
     @torch.no_grad()
     def act(self, obs: Mapping[str, np.ndarray], task_emb: np.ndarray) -> np.ndarray:
         """Actions for one step of N parallel envs, given everything seen since their last reset.
@@ -237,15 +252,7 @@ class BasePolicy(nn.Module):
         was_training = self.training
         self.eval()
         try:
-            # Tokens depend on their own step only, so earlier steps' tokens are kept rather than recomputed.
-            new = self.encode_steps(self.preprocess(step), emb)
-            tokens = new if self._tokens is None else torch.cat([self._tokens, new], dim=1)
-            self._tokens = tokens[:, -self.seq_len :]
-            self._lengths = (self._lengths + 1).clamp_(max=self.seq_len)
-            length = self._tokens.shape[1]
-            # Envs restarted since the window began are left-padded: their older steps are masked out.
-            mask = torch.arange(length)[None, :] >= (length - self._lengths)[:, None]
-            feats = self.temporal(self._tokens, mask.to(self.device))[:, -1]
+            feats = self.rollout_features(self.encode_steps(self.preprocess(step), emb))
             dist = self.head(feats)
             action = gmm_mode(dist) if self.cfg.deterministic_eval else dist.sample()
         finally:

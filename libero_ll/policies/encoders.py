@@ -1,6 +1,8 @@
-"""Image encoders for the policies: a ResNet-style convolutional encoder with FiLM language conditioning.
+"""Image encoders for the policies: a ResNet-style encoder with FiLM language conditioning, and a patch-based
+vision transformer that reads the language as one more token.
 
-The blocks (FiLM, basic residual block, spatial softmax) are separate so that other policies can reuse them.
+The blocks (FiLM, basic residual block, spatial softmax, patch embedding) are separate so that other policies
+can reuse them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from libero_ll.errors import LiberoError
+from libero_ll.policies.temporal import TransformerLayer
 
 
 def make_norm(kind: str, channels: int) -> nn.Module:
@@ -191,3 +194,119 @@ class ResNetFiLMEncoder(nn.Module):
         for block, film in zip(self.blocks, self.films):
             x = film(block(x), cond)
         return self.proj(self.pool(x))
+
+
+class PatchEmbedding(nn.Module):
+    """Cut an image into non-overlapping patches and embed each one: (N, C, H, W) → (N, P, embed_size).
+
+    With ``stem_channels`` > 0 a stride-2 7×7 convolution (with norm and ReLU) first makes a half-resolution
+    feature map and a (patch/2)×(patch/2) strided convolution embeds it; with 0, one patch×patch strided
+    convolution embeds the raw pixels (a linear patch embedding).
+
+    Args:
+        image_size: (H, W) of the input; both must be multiples of ``patch_size``.
+        patch_size: side of a square patch in pixels (even when a stem is used).
+        embed_size: width of each patch token.
+        stem_channels: channels of the convolutional stem, 0 for none.
+        norm: normalisation of the stem, see ``make_norm``.
+        in_channels: image channels (3 for RGB).
+    """
+
+    def __init__(
+        self,
+        image_size: tuple[int, int],
+        patch_size: int = 16,
+        embed_size: int = 128,
+        stem_channels: int = 64,
+        norm: str = "group",
+        in_channels: int = 3,
+    ):
+        super().__init__()
+        h, w = (int(s) for s in image_size)
+        if patch_size < 1 or h % patch_size or w % patch_size:
+            raise LiberoError(
+                f"images of {h}x{w} pixels cannot be cut into patches of {patch_size}x{patch_size}"
+            )
+        if stem_channels > 0:
+            if patch_size % 2:
+                raise LiberoError(f"patch_size must be even with a convolutional stem, got {patch_size}")
+            half = patch_size // 2
+            self.stem: nn.Module = nn.Sequential(
+                nn.Conv2d(in_channels, stem_channels, 7, 2, 3, bias=False),
+                make_norm(norm, stem_channels),
+                nn.ReLU(),
+            )
+            self.proj = nn.Conv2d(stem_channels, embed_size, half, half)
+        else:
+            self.stem = nn.Identity()
+            self.proj = nn.Conv2d(in_channels, embed_size, patch_size, patch_size)
+        self.num_patches = (h // patch_size) * (w // patch_size)
+        self.to(memory_format=torch.channels_last)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        x = self.proj(self.stem(images.contiguous(memory_format=torch.channels_last)))
+        return x.flatten(2).transpose(1, 2)
+
+
+class ViTEncoder(nn.Module):
+    """Patch-based spatial transformer: patch tokens and a language token → one down-sampled image embedding.
+
+    The language token (a projection of the conditioning vector) joins the patch tokens, so every layer's
+    attention can depend on the task. The outputs of the patch tokens are averaged and projected to
+    ``out_size``.
+
+    Args:
+        cond_size: width of the conditioning (language) vector.
+        image_size: (H, W) of the input images.
+        patch_size: side of a square patch in pixels.
+        embed_size: width of the spatial tokens.
+        out_size: width of the output embedding (the down-sampled embedding).
+        stem_channels: channels of the patch embedding's convolutional stem, 0 for a linear embedding.
+        num_layers, heads, head_size, mlp_size, dropout: the transformer's shape (see ``TransformerLayer``).
+        norm: normalisation of the convolutional stem, see ``make_norm``.
+        in_channels: image channels (3 for RGB).
+    """
+
+    def __init__(
+        self,
+        cond_size: int,
+        image_size: tuple[int, int],
+        patch_size: int = 16,
+        embed_size: int = 128,
+        out_size: int = 64,
+        stem_channels: int = 64,
+        num_layers: int = 7,
+        heads: int = 8,
+        head_size: int = 120,
+        mlp_size: int = 256,
+        dropout: float = 0.1,
+        norm: str = "group",
+        in_channels: int = 3,
+    ):
+        super().__init__()
+        self.patches = PatchEmbedding(image_size, patch_size, embed_size, stem_channels, norm, in_channels)
+        self.positions = nn.Parameter(torch.randn(self.patches.num_patches, embed_size) * 0.02)
+        self.language_token = nn.Linear(cond_size, embed_size)
+        self.drop = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            TransformerLayer(embed_size, heads, head_size, mlp_size, dropout) for _ in range(num_layers)
+        )
+        self.norm = nn.LayerNorm(embed_size)
+        self.proj = nn.Linear(embed_size, out_size)
+        self.embed_size = out_size
+
+    def forward(self, images: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        """Embed images.
+
+        Args:
+            images: (N, C, H, W) float images in [0, 1].
+            cond: (N, cond_size) conditioning vectors, one per image.
+
+        Returns:
+            (N, out_size) embeddings.
+        """
+        patches = self.patches(images * 2.0 - 1.0) + self.positions
+        x = self.drop(torch.cat([self.language_token(cond)[:, None, :], patches], dim=1))
+        for layer in self.layers:
+            x = layer(x, None)
+        return self.proj(self.norm(x)[:, 1:].mean(dim=1))

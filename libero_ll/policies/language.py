@@ -1,17 +1,34 @@
-"""Task embeddings from instructions: a packaged sentence model, a local transformers model, or task ids."""
+"""Task embeddings from instructions: a packaged sentence model, a local transformers model, or task ids.
+
+Model embeddings are pure functions of (encoder, instruction), so they are cached twice: in memory for the
+process's life, and on disk under ``embedding_cache_dir()`` keyed by the encoder's identity (its model
+files' names, sizes and modification times) and the instruction text. A run whose instructions are all on
+disk never loads the language model.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
+import re
+import secrets
+import warnings
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from libero_ll.errors import LiberoError
 
-# Model embeddings are pure functions of (encoder, instruction), so they are kept for the process's life.
-_EMBEDDINGS: dict[tuple[str, str], np.ndarray] = {}
+# Bump when the pooling or normalisation of embeddings changes: older cached vectors then stop matching.
+EMBEDDING_FORMAT = 1
+# Environment variable naming the root of libero_ll's caches (default ~/.cache/libero_ll).
+CACHE_ENV = "LIBERO_LL_CACHE"
+
+_EMBEDDINGS: dict[tuple[str, str], np.ndarray] = {}  # (encoder identity, text) → embedding
 _MODELS: dict[tuple[str, str], tuple[object, object, str]] = {}
+_TASK_ID = re.compile(r"^task_id(?::(?P<model>.+))?$")
 
 
 def _model_dir(encoder: str) -> str:
@@ -25,7 +42,8 @@ def _model_dir(encoder: str) -> str:
     path = os.path.expanduser(encoder)
     if not os.path.isdir(path):
         raise LiberoError(
-            f"language encoder {encoder!r} is neither 'minilm', 'task_id' nor a directory holding a model"
+            f"language encoder {encoder!r} is neither 'minilm', 'task_id', 'task_id:<model>' nor a directory "
+            "holding a model"
         )
     return path
 
@@ -84,8 +102,102 @@ def _embed(texts: list[str], encoder: str, device: str) -> np.ndarray:
     return emb.cpu().numpy().astype(np.float32)
 
 
+def embedding_cache_dir() -> Path:
+    """The folder of cached instruction embeddings: ``$LIBERO_LL_CACHE/embeddings``, by default
+    ``~/.cache/libero_ll/embeddings``."""
+    root = os.environ.get(CACHE_ENV) or os.path.join("~", ".cache", "libero_ll")
+    return Path(os.path.expanduser(root)) / "embeddings"
+
+
+def encoder_identity(encoder: str) -> str:
+    """A string that changes whenever ``encoder`` would embed differently: its model folder's real path and
+    every model file's name, size and modification time, plus ``EMBEDDING_FORMAT``.
+
+    Args:
+        encoder: "minilm" or a directory holding a transformers model.
+    """
+    path = os.path.realpath(_model_dir(encoder))
+    files = []
+    for folder, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            st = os.stat(os.path.join(folder, name))
+            files.append(f"{os.path.relpath(os.path.join(folder, name), path)}:{st.st_size}:{st.st_mtime_ns}")
+    return f"format={EMBEDDING_FORMAT}|{path}|" + "|".join(files)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _cache_file(identity: str, text: str) -> Path:
+    return embedding_cache_dir() / _digest(identity)[:24] / f"{_digest(text)}.npy"
+
+
+def _read_cached(path: Path) -> np.ndarray | None:
+    """The embedding stored at ``path``, or None when it is missing or unreadable (then it is recomputed)."""
+    try:
+        emb = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if emb.ndim != 1 or emb.dtype != np.float32 or not np.all(np.isfinite(emb)):
+        return None
+    return emb
+
+
+def _write_cached(path: Path, emb: np.ndarray, identity: str) -> None:
+    """Store ``emb`` at ``path`` atomically; a cache that cannot be written only costs a recomputation."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        about = path.parent / "encoder.txt"
+        if not about.exists():
+            _atomic_write(about, (identity.replace("|", "\n") + "\n").encode("utf-8"))
+        _atomic_write(path, _npy_bytes(emb.astype(np.float32)))
+    except OSError as err:
+        warnings.warn(f"cannot write the embedding cache at {path.parent}: {err}", stacklevel=3)
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    # A name of our own (not mkstemp's owner-only file), so the cache gets the usual permissions and
+    # concurrent runs writing the same entry never share a temporary file.
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _model_embeddings(texts: list[str], encoder: str, device: str, cache: bool) -> np.ndarray:
+    """Embeddings (N, D) of ``texts`` by the model ``encoder``, through the memory and disk caches."""
+    identity = encoder_identity(encoder)
+    for text in dict.fromkeys(texts):
+        key = (identity, text)
+        if key in _EMBEDDINGS:
+            continue
+        path = _cache_file(identity, text)
+        emb = _read_cached(path) if cache else None
+        if emb is None:
+            # One sentence per forward pass: an embedding then never depends on what it was batched with.
+            emb = _embed([text], encoder, str(device))[0]
+            if cache:
+                _write_cached(path, emb, identity)
+        _EMBEDDINGS[key] = emb
+    return np.stack([_EMBEDDINGS[(identity, s)] for s in texts]).astype(np.float32)
+
+
 def encode_instructions(
-    instructions: Sequence[str], encoder: str = "minilm", device: str = "cpu"
+    instructions: Sequence[str], encoder: str = "minilm", device: str = "cpu", cache: bool = True
 ) -> np.ndarray:
     """Embed task instructions as fixed vectors, one per instruction.
 
@@ -93,9 +205,12 @@ def encode_instructions(
         instructions: the instructions (plain sentences); repeats are allowed.
         encoder: "minilm" (the packaged all-MiniLM-L6-v2, 384-d, mean-pooled), a local directory holding a
             transformers model (BERT-like: mean pooling; GPT-2: last real token; CLIP: the text model's
-            pooled output), or "task_id" (one-hot over the distinct instructions in order of first
-            appearance; no model). Model embeddings are L2-normalised.
+            pooled output), "task_id" (one-hot over the distinct instructions in order of first
+            appearance; no model), or "task_id:<model>" with <model> one of the above (the paper's task-ID
+            embedding: the model's embedding of "Task <k>", k counting distinct instructions from 1).
+            Model embeddings are L2-normalised.
         device: torch device for the model.
+        cache: read and write the disk cache (``embedding_cache_dir()``); the memory cache is always used.
 
     Returns:
         (N, D) float32 array.
@@ -104,15 +219,16 @@ def encode_instructions(
         LiberoError: when the encoder is unknown or its model cannot be loaded.
     """
     texts = [str(s) for s in instructions]
-    if encoder == "task_id":
+    task_id = _TASK_ID.match(encoder)
+    if task_id:
         distinct = list(dict.fromkeys(texts))
+        index = [distinct.index(s) for s in texts]
+        if task_id.group("model"):
+            numbered = [f"Task {i + 1}" for i in index]
+            return encode_instructions(numbered, task_id.group("model"), device, cache)
         out = np.zeros((len(texts), len(distinct)), dtype=np.float32)
-        out[np.arange(len(texts)), [distinct.index(s) for s in texts]] = 1.0
+        out[np.arange(len(texts)), index] = 1.0
         return out
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    for text in dict.fromkeys(texts):
-        if (encoder, text) not in _EMBEDDINGS:
-            # One sentence per forward pass: an embedding then never depends on what it was batched with.
-            _EMBEDDINGS[(encoder, text)] = _embed([text], encoder, str(device))[0]
-    return np.stack([_EMBEDDINGS[(encoder, s)] for s in texts]).astype(np.float32)
+    return _model_embeddings(texts, encoder, str(device), cache)

@@ -58,7 +58,8 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(dim, 3 * heads * head_size, bias=False)
         self.out = nn.Linear(heads * head_size, dim)
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
+        """Attend over (B, N, dim) tokens; ``attn_mask`` (B, 1, N, N) bool, or None: every token sees all."""
         b, n, _ = x.shape
         q, k, v = self.qkv(x).view(b, n, 3, self.heads, self.head_size).permute(2, 0, 3, 1, 4)
         p = self.dropout if self.training else 0.0
@@ -79,7 +80,7 @@ class TransformerLayer(nn.Module):
         )
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
         x = x + self.drop(self.attn(self.norm1(x), attn_mask))
         return x + self.drop(self.mlp(self.norm2(x)))
 

@@ -1,4 +1,8 @@
-"""Env steps per second with two 128x128 cameras: a quickstart task next to robosuite's Lift, in one run.
+"""Env steps per second with two 128x128 cameras: our scenes next to robosuite's Lift, in one run.
+
+The scenes: a quickstart task (plain table, five objects) and the kitchen example (cabinet,
+microwave, stove, wine rack and four objects), each with the robot drawn from its detailed
+meshes and from its collision hulls.
 
 Usage: python scripts/bench/env_speed.py [--steps 200] [--size 128]
 """
@@ -14,11 +18,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 
 
-def bench_ours(steps: int, size: int, robot_mesh: str) -> float:
+QUICKSTART = REPO / "bddl_tasks/quickstart/put_the_black_bowl_on_the_plate.bddl"
+KITCHEN = REPO / "bddl_tasks/examples/kitchen_put_the_bowl_in_the_top_drawer_and_close_it.bddl"
+
+
+def bench_ours(task: Path, steps: int, size: int, robot_mesh: str) -> float:
     from libero_ll.envs.env import EnvConfig, LiberoEnv
 
-    env = LiberoEnv(REPO / "bddl_tasks/quickstart/put_the_black_bowl_on_the_plate.bddl",
-                    EnvConfig(image_size=size, robot_mesh=robot_mesh))
+    env = LiberoEnv(task, EnvConfig(image_size=size, robot_mesh=robot_mesh))
     env.reset(seed=0)
     rate = _steps_per_second(env, steps)
     env.close()
@@ -59,12 +66,12 @@ def main() -> None:
     p.add_argument("--size", type=int, default=128)
     a = p.parse_args()
     lift = bench_lift(a.steps, a.size)
-    ours_visual = bench_ours(a.steps, a.size, "visual")
-    ours_fast = bench_ours(a.steps, a.size, "collision")
     print(f"two {a.size}x{a.size} cameras, {a.steps} steps each")
-    print(f"robosuite Lift:                         {lift:6.1f} steps/s")
-    print(f"quickstart task (robot_mesh=visual):    {ours_visual:6.1f} steps/s  ratio to Lift {ours_visual / lift:.2f}")
-    print(f"quickstart task (robot_mesh=collision): {ours_fast:6.1f} steps/s  ratio to Lift {ours_fast / lift:.2f}")
+    print(f"{'robosuite Lift':52s} {lift:6.1f} steps/s")
+    for label, task in (("quickstart task", QUICKSTART), ("kitchen scene, full furniture", KITCHEN)):
+        for mesh in ("visual", "collision"):
+            rate = bench_ours(task, a.steps, a.size, mesh)
+            print(f"{label + f' (robot_mesh={mesh})':52s} {rate:6.1f} steps/s  ratio to Lift {rate / lift:.2f}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ def test_samples_inside_regions(bowl_task):
     spec = parse_file(str(bowl_task))
     arena = ARENAS.get(spec.problem_class)
     for seed in range(20):
-        poses = sample_placements(spec, arena, np.random.default_rng(seed))
+        poses = sample_placements(spec, arena, np.random.default_rng(seed)).poses
         for p in spec.init:
             obj, region = p.args
             x0, y0, x1, y1 = spec.regions[region].ranges[0]

@@ -78,3 +78,126 @@ def test_unknown_learner_and_option_are_named():
         make_learner("nope", policy, TrainConfig(), {})
     with pytest.raises(LiberoError, match="replay_size"):
         make_learner("er", policy, TrainConfig(), {"replay_size": 3})
+
+
+# ---------------------------------------------------------------------------------------------- EWC
+
+
+def test_ewc_penalty_is_zero_at_anchor_and_grows_with_fisher_weighted_distance():
+    torch.manual_seed(0)
+    policy = make_policy("resnet_t", TINY, META)
+    learner = make_learner("ewc", policy, TrainConfig(epochs=1, batch_size=4), {"lambda": 10.0, "gamma": 0.5})
+    assert float(learner.penalty().detach()) == 0.0  # nothing anchored before the first task ends
+    t0 = _task(0)
+    learner.start_task(0, t0)
+    learner.end_task(0, t0)
+    assert all((f >= 0).all() for f in learner.fisher.values())
+    assert any((f > 0).any() for f in learner.fisher.values())
+    assert float(learner.penalty().detach()) == 0.0  # at the anchor
+
+    # Known Fisher values: 3 on one parameter, 0 elsewhere.
+    name, param = next((n, p) for n, p in policy.named_parameters() if p.dim() >= 2)
+    learner.fisher = {n: torch.zeros_like(f) for n, f in learner.fisher.items()}
+    learner.fisher[name].view(-1)[0] = 3.0
+    for delta in (0.1, 0.2):
+        with torch.no_grad():
+            param.copy_(learner.anchor[name])
+            param.view(-1)[0] += delta
+            param.view(-1)[1] += 5.0  # zero Fisher: costs nothing
+        assert float(learner.penalty().detach()) == pytest.approx(0.5 * 10.0 * 3.0 * delta**2, rel=1e-5)
+    # The penalty's gradient pulls the weight back toward the anchor.
+    policy.zero_grad()
+    learner.penalty().backward()
+    assert float(param.grad.view(-1)[0]) > 0 and float(param.grad.view(-1)[1]) == 0.0
+
+
+def test_ewc_fisher_is_an_online_average_over_tasks():
+    torch.manual_seed(0)
+    policy = make_policy("resnet_t", TINY, META)
+    learner = make_learner("ewc", policy, TrainConfig(epochs=1, batch_size=4), {"gamma": 0.9})
+    t0, t1 = _task(0), _task(1)
+    learner.start_task(0, t0)
+    learner.end_task(0, t0)
+    f0 = {n: f.clone() for n, f in learner.fisher.items()}
+    learner.start_task(1, t1)
+    learner.train_epoch(SequenceDataset([t1], 4, ["agentview_rgb", "gripper_states"]))
+    f1 = learner.estimate_fisher(t1)
+    learner.end_task(1, t1)
+    for n in f0:
+        torch.testing.assert_close(learner.fisher[n], 0.9 * f0[n] + 0.1 * f1[n])
+    assert learner.memory_bytes() == 2 * sum(p.numel() * 4 for p in policy.parameters())
+
+
+# ---------------------------------------------------------------------------------------------- PackNet
+
+
+def _outputs(policy, learner, k, batch):
+    policy.eval()
+    with learner.eval_context(k), torch.no_grad():
+        return policy.features(batch).clone(), policy.compute_loss(batch).clone()
+
+
+@pytest.mark.parametrize("norm", ["group", "batch"])
+def test_packnet_keeps_earlier_tasks_outputs_bit_for_bit(norm):
+    torch.manual_seed(0)
+    policy = make_policy("resnet_t", {**TINY, "encoder_norm": norm}, META)
+    learner = make_learner("packnet", policy, TrainConfig(epochs=1, batch_size=4, lr=1e-2), {"finetune_epochs": 1})
+    keys = ["agentview_rgb", "gripper_states"]
+    tasks = [_task(k) for k in range(3)]
+    probes = [SequenceDataset([t], 4, keys).get_batch(np.arange(6)) for t in tasks]
+    seen = []
+    for k, data in enumerate(tasks):
+        ds = SequenceDataset([data], 4, keys)
+        learner.start_task(k, data)
+        before = {n: p.detach().clone() for n, p in policy.named_parameters()}
+        learner.train_epoch(ds)
+        changed = {n for n, p in policy.named_parameters() if not torch.equal(before[n], p)}
+        assert changed, "training changed no weight"
+        if k > 0:
+            # Only free weights learn after the first task: no bias or norm parameter moves.
+            assert all(n in learner.owner for n in changed)
+        learner.end_task(k, data)
+        free_before = sum(int((m == 0).sum()) for m in learner.owner.values())
+        for _ in range(learner.post_task_epochs()):
+            learner.train_epoch(ds)
+        assert sum(int((m == 0).sum()) for m in learner.owner.values()) == free_before
+        seen.append(_outputs(policy, learner, k, probes[k]))
+        for j in range(k + 1):
+            weights = {n: p.detach().clone() for n, p in policy.named_parameters()}
+            feats, loss = _outputs(policy, learner, j, probes[j])
+            assert torch.equal(feats, seen[j][0]) and torch.equal(loss, seen[j][1]), f"task {j} changed after task {k}"
+            # Evaluation contexts leave the weights as they were.
+            assert all(torch.equal(weights[n], p) for n, p in policy.named_parameters())
+    kept = [sum(int((m == t).sum()) for m in learner.owner.values()) for t in (1, 2, 3)]
+    total = sum(m.numel() for m in learner.owner.values())
+    assert kept[0] == pytest.approx(0.25 * total, rel=0.02)
+    assert kept[1] == pytest.approx(0.25 * 0.75 * total, rel=0.03)
+    assert learner.params_used(0) < learner.params_used(1) < learner.params_used(2)
+    assert learner.memory_bytes() == total
+
+
+def test_learner_options_are_checked_early():
+    policy = make_policy("resnet_t", TINY, META)
+    for name, opts, word in [
+        ("ewc", {"gamma": 2.0}, "gamma"),
+        ("ewc", {"lambda": "big"}, "lambda"),
+        ("packnet", {"keep_fraction": 0.0}, "keep_fraction"),
+        ("packnet", {"finetune_epochs": -1}, "finetune_epochs"),
+        ("packnet", {"prune": 0.5}, "prune"),
+        ("er", {"replay_batch_size": -1}, "replay_batch_size"),
+        ("mtl", {"epochs": 3}, "epochs"),
+    ]:
+        with pytest.raises(LiberoError, match=word):
+            make_learner(name, policy, TrainConfig(), opts)
+
+
+def test_mtl_is_one_stage_of_all_tasks():
+    policy = make_policy("resnet_t", TINY, META)
+    learner = make_learner("mtl", policy, TrainConfig(epochs=1, batch_size=4), {})
+    assert learner.stages(3) == [[0, 1, 2]]
+    assert make_learner("seql", policy, TrainConfig(), {}).stages(3) == [[0], [1], [2]]
+    tasks = [_task(0), _task(1)]
+    learner.start_task(0, tasks)
+    learner.train_epoch(SequenceDataset(tasks, 4, ["agentview_rgb", "gripper_states"]))
+    assert set(learner.samples_by_task) == {0, 1}
+    assert learner.memory_bytes() == sum(a.nbytes for t in tasks for d in t.demos for a in d.values())

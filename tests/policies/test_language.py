@@ -23,7 +23,7 @@ def test_minilm_embeddings():
     again = encode_instructions([texts[2], texts[0], texts[0]])
     assert np.array_equal(again, emb[[2, 0, 0]])
     language._EMBEDDINGS.clear()
-    assert np.allclose(encode_instructions(texts), emb, atol=1e-6)
+    assert np.allclose(encode_instructions(texts, cache=False), emb, atol=1e-6)
 
 
 def test_task_id_is_one_hot_in_order_of_first_appearance():
@@ -36,6 +36,8 @@ def test_bad_path_raises_a_libero_error_naming_it(tmp_path):
     missing = str(tmp_path / "no_such_model")
     with pytest.raises(LiberoError, match="no_such_model"):
         encode_instructions(["open the drawer"], encoder=missing)
+    with pytest.raises(LiberoError, match="no_such_model"):
+        encode_instructions(["open the drawer"], encoder=f"task_id:{missing}")
     empty = tmp_path / "empty_model_dir"
     empty.mkdir()
     with pytest.raises(LiberoError, match="empty_model_dir"):
@@ -72,7 +74,86 @@ def test_gpt2_and_clip_directories(tmp_path):
         emb = encode_instructions(texts, encoder=path)
         assert emb.shape == (2, 16)
         assert np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
-        # Padding in a batch must not change a sentence's embedding.
+        # Padding in a batch must not change a sentence's embedding (computed afresh, not read back).
         language._EMBEDDINGS.clear()
-        alone = encode_instructions(texts[1:], encoder=path)
+        alone = encode_instructions(texts[1:], encoder=path, cache=False)
         assert np.allclose(alone[0], emb[1], atol=1e-5)
+
+
+def _forbid_model_loading(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the language model was loaded although every instruction was cached")
+
+    monkeypatch.setattr(language, "_load", refuse)
+
+
+def test_disk_cache_spares_the_model_on_a_second_run(monkeypatch, private_embedding_cache):
+    texts = ["pick up the ketchup and put it in the basket", "close the microwave"]
+    first = encode_instructions(texts)
+    folder = language.embedding_cache_dir()
+    assert folder == private_embedding_cache / "embeddings"
+    stored = sorted(folder.rglob("*.npy"))
+    assert len(stored) == 2 and not list(folder.rglob("*.tmp")), "one file per instruction, no leftovers"
+    # A new process: nothing in memory, and the model must not even be constructed.
+    language._EMBEDDINGS.clear()
+    _forbid_model_loading(monkeypatch)
+    second = encode_instructions([texts[1], texts[0]])
+    assert np.array_equal(second, first[[1, 0]])
+    with pytest.raises(AssertionError, match="loaded"):
+        encode_instructions(["an instruction that was never embedded"])
+
+
+def test_disk_cache_can_be_bypassed_and_recovers_from_a_damaged_file(monkeypatch):
+    text = "open the top drawer"
+    emb = encode_instructions([text], cache=False)
+    assert not language.embedding_cache_dir().exists()
+    language._EMBEDDINGS.clear()
+    encode_instructions([text])
+    (path,) = language.embedding_cache_dir().rglob("*.npy")
+    path.write_bytes(b"not an array")
+    language._EMBEDDINGS.clear()
+    assert np.allclose(encode_instructions([text]), emb, atol=1e-6)
+    assert np.allclose(np.load(path), emb[0], atol=1e-6), "the damaged entry is rewritten"
+
+
+def test_cache_is_keyed_by_the_encoders_files(tmp_path, monkeypatch):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    bert = BertModel(BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                intermediate_size=32, max_position_embeddings=64))
+    path = _tiny_model_dir(tmp_path, "bert", bert)
+    text = "turn on the stove"
+    small = encode_instructions([text], encoder=path)
+    assert small.shape == (1, 16)
+    assert encode_instructions([text]).shape == (1, 384), "another encoder, another cache entry"
+    identity = language.encoder_identity(path)
+    # The same folder with new weights (a different modification time) must not reuse the old vectors.
+    weights = next(p for p in os.listdir(path) if p.endswith((".safetensors", ".bin")))
+    stat = os.stat(os.path.join(path, weights))
+    os.utime(os.path.join(path, weights), ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert language.encoder_identity(path) != identity
+    language._EMBEDDINGS.clear()
+    _forbid_model_loading(monkeypatch)
+    with pytest.raises(AssertionError, match="loaded"):
+        encode_instructions([text], encoder=path)
+
+
+def test_default_cache_folder_and_unwritable_cache(tmp_path, monkeypatch):
+    monkeypatch.delenv("LIBERO_LL_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert language.embedding_cache_dir() == tmp_path / "home" / ".cache" / "libero_ll" / "embeddings"
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("LIBERO_LL_CACHE", str(blocker))
+    language._EMBEDDINGS.clear()
+    with pytest.warns(UserWarning, match="embedding cache"):
+        emb = encode_instructions(["put the bowl on the plate"])
+    assert emb.shape == (1, 384)
+
+
+def test_task_id_through_a_model_embeds_task_numbers():
+    emb = encode_instructions(["b task", "a task", "b task"], encoder="task_id:minilm")
+    expected = encode_instructions(["Task 1", "Task 2", "Task 1"])
+    assert emb.shape == (3, 384) and np.array_equal(emb, expected)
+    assert not np.allclose(emb[0], emb[1])

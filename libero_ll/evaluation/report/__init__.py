@@ -1,0 +1,229 @@
+"""Reports over many runs: `generate_report` groups runs by (suite, learner, policy) across seeds and writes
+a self-contained HTML page with PNG figures, plus the same tables as Markdown and CSV, into a folder that
+appears atomically."""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from libero_ll.errors import LiberoError
+
+MARKER = ".libero_ll_report"  # marks a folder as a report, so regenerating may replace it
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
+
+
+def generate_report(
+    run_dirs: Sequence[str | os.PathLike],
+    out_dir: str | os.PathLike,
+    reference: str | os.PathLike | None = None,
+    single_task: Sequence[str | os.PathLike] = (),
+    epsilon: float = 1.0,
+    confidence: float = 0.9,
+    alpha: float = 0.05,
+    seed: int = 0,
+    command: str | None = None,
+) -> Path:
+    """Write the report of some runs into ``out_dir``.
+
+    ``out_dir`` is built in a temporary folder beside it and renamed into place, so a failure leaves an
+    existing report untouched. An existing ``out_dir`` is replaced only when it is an earlier report.
+
+    Args:
+        run_dirs: run directories (each with config.yaml and success.json).
+        out_dir: the report folder: report.html, report.md, *.csv and plots/.
+        reference: a reference (multitask) run directory for intransigence.
+        single_task: single-task run directories for Continual World's forward transfer.
+        epsilon: CE's scaling factor ε.
+        confidence: coverage of the bootstrap intervals (0.9: 90%).
+        alpha: significance level of Welch's t-test in the tables.
+        seed: seeds the bootstrap.
+        command: the command line that made the report, shown in it.
+    Returns:
+        ``out_dir`` as a Path.
+    Raises:
+        LiberoError: no run given, a run directory that is missing or incomplete, or an ``out_dir`` that
+            exists and is not a report.
+    """
+    from libero_ll.evaluation.report.tables import MeasuredRun
+    from libero_ll.evaluation.runs import group_runs, load_run, measure_run
+
+    out_dir = Path(out_dir)
+    if not run_dirs:
+        raise LiberoError("report: no run directory given")
+    if (
+        out_dir.exists()
+        and not (out_dir / MARKER).exists()
+        and (not out_dir.is_dir() or any(out_dir.iterdir()))
+    ):
+        raise LiberoError(f"{out_dir} exists and is not a report folder; choose another output folder")
+    paths = list(dict.fromkeys(Path(p).resolve() for p in run_dirs))
+    runs = [load_run(p) for p in paths]
+    ref = load_run(reference) if reference else None
+    singles = [load_run(p) for p in single_task]
+    measured = [MeasuredRun(r, measure_run(r, ref, singles, epsilon)) for r in runs]
+    by_path = {m.run.path: m for m in measured}
+    groups = {k: [by_path[r.path] for r in g] for k, g in group_runs(runs).items()}
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
+    try:
+        _write(tmp, groups, measured, ref, singles, confidence, alpha, seed, command)
+        (tmp / MARKER).write_text("libero_ll report\n", encoding="utf-8")
+        _replace_dir(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def _replace_dir(new: Path, target: Path) -> None:
+    """Move ``new`` to ``target``; an existing ``target`` is moved aside first and removed after."""
+    old = None
+    if target.exists():
+        old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+        os.rmdir(old)
+        os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, alpha, seed, command) -> None:
+    """Write every file of the report (pages, CSV tables, plots/) into the folder ``tmp``."""
+    from libero_ll.evaluation import cl_metrics as cl
+    from libero_ll.evaluation.report import plots, render, tables
+
+    plots_dir = tmp / "plots"
+    plots_dir.mkdir()
+    labels = tables.method_labels(list(groups))
+    suites = {k[0] for k in groups}
+
+    def title_of(key) -> str:
+        return labels[key] if len(suites) == 1 else f"{labels[key]} ({key[0]})"
+
+    main = tables.libero_table(groups, alpha, confidence, seed)
+    crit, means = tables.criteria_table(groups, confidence, seed)
+    every = tables.runs_table(measured)
+    csvs = {"libero_table.csv": main.records, "cl_criteria.csv": crit.records, "runs.csv": every.records}
+
+    html_body = [
+        "<h1>Lifelong-learning report</h1>",
+        f'<p class="note">{len(measured)} runs, {len(groups)} methods; generated '
+        f"{datetime.now().strftime('%Y-%m-%d %H:%M')}"
+        + (f"; command: <code>{html.escape(command)}</code>" if command else "")
+        + "</p>",
+    ]
+    if ref is not None:
+        html_body.append(f'<p class="note">reference run (intransigence): {html.escape(str(ref.path))}</p>')
+    if singles:
+        listed = ", ".join(html.escape(str(s.path)) for s in singles)
+        html_body.append(f'<p class="note">single-task runs (forward transfer): {listed}</p>')
+    md = ["# Lifelong-learning report", "", f"{len(measured)} runs, {len(groups)} methods.", ""]
+    if command:
+        md += [f"Command: `{command}`", ""]
+
+    html_body += ["<h2>Results</h2>", render.table_html(main)]
+    md += ["## Results", "", render.table_markdown(main)]
+
+    html_body += ["<h2>Continual-learning criteria</h2>", render.table_html(crit)]
+    md += ["## Continual-learning criteria", "", render.table_markdown(crit)]
+    axes = [c for c in cl.CRITERIA if any(not math.isnan(m.get(c, math.nan)) for m in means.values())]
+    if len(axes) >= 3:
+        plots.plot_spider(means, axes, plots_dir / "spider.png")
+        html_body.append(
+            render.figure_html("plots/spider.png", "CL criteria per method (larger area is better)")
+        )
+        md += ["![CL criteria per method](plots/spider.png)", ""]
+    else:
+        note = f"Spider chart left out: only {len(axes)} criteria recorded ({', '.join(axes) or 'none'})."
+        html_body.append(f'<p class="note">{html.escape(note)}</p>')
+        md += [note, ""]
+
+    html_body.append("<h2>Per method</h2>")
+    md += ["## Per method", ""]
+    for key, runs in groups.items():
+        slug = _slug("_".join(key))
+        name = title_of(key)
+        html_body.append(
+            f"<h3>{html.escape(name)}: suite {html.escape(key[0])}, learner {html.escape(key[1])}, "
+            f"policy {html.escape(key[2])}</h3>"
+        )
+        md += [f"### {name}", ""]
+        curve_file = f"plots/curves_{slug}.png"
+        seeds = [f"seed {m.run.seed}" for m in runs]
+        plots.plot_task_curves(
+            [m.run.tensor for m in runs], seeds, f"{name}: success per task", tmp / curve_file
+        )
+        html_body.append(
+            render.figure_html(curve_file, f"{name}: success of each task over the lifelong run")
+        )
+        md += [f"![{name}: per-task success]({curve_file})", ""]
+        figs = []
+        for i, m in enumerate(runs):
+            heat = f"plots/matrix_{slug}_{i}_seed{_slug(str(m.run.seed))}.png"
+            plots.plot_heatmap(m.run.tensor, f"{name}, seed {m.run.seed}", tmp / heat)
+            figs.append(render.figure_html(heat, f"success matrix: {m.run.path.name}"))
+            md.append(f"![success matrix {m.run.path.name}]({heat})")
+        html_body.append('<div class="figs">' + "".join(figs) + "</div>")
+        md.append("")
+
+    order_records = []
+    for key, runs in groups.items():
+        by_order = tables.order_groups(runs)
+        if len(by_order) < 2:
+            continue
+        if len(order_records) == 0:
+            html_body.append("<h2>Task orders</h2>")
+            md += ["## Task orders", ""]
+        t = tables.order_table(title_of(key), by_order, confidence, seed)
+        order_records += t.records
+        task_names = sorted(next(iter(by_order)))
+        aucs = {}
+        for order, oruns in by_order.items():
+            label = tables.order_label(order, list(by_order))
+            aucs[label] = {
+                n: float(
+                    sum(m.metrics["auc_per_task"][m.run.task_order.index(n)] for m in oruns) / len(oruns)
+                )
+                for n in task_names
+                if all(n in m.run.task_order for m in oruns)
+            }
+        fig = f"plots/orders_{_slug('_'.join(key))}.png"
+        plots.plot_order_comparison(aucs, task_names, tmp / fig)
+        html_body += [
+            render.table_html(t),
+            render.figure_html(fig, f"{title_of(key)}: AUC per task under each order"),
+        ]
+        md += [render.table_markdown(t), f"![task orders]({fig})", ""]
+    if order_records:
+        csvs["task_orders.csv"] = order_records
+
+    html_body += ["<h2>Runs</h2>", render.table_html(every)]
+    md += ["## Runs", "", render.table_markdown(every)]
+    links = " ".join(f'<a href="{n}">{n}</a>' for n in csvs)
+    html_body.append(
+        f'<p class="note">Tables as CSV: {links}; as Markdown: <a href="report.md">report.md</a></p>'
+    )
+
+    for name, records in csvs.items():
+        (tmp / name).write_text(render.records_csv(records), encoding="utf-8")
+    (tmp / "report.md").write_text("\n".join(md), encoding="utf-8")
+    (tmp / "report.html").write_text(
+        render.page_html("Lifelong-learning report", html_body), encoding="utf-8"
+    )

@@ -1,0 +1,166 @@
+"""Run directories as inputs of the metrics and reports: load one, group runs by method, measure them.
+
+A run directory (written by the lifelong loop) holds ``config.yaml`` (the resolved config: name, seed,
+suite, tasks, learner.name, policy.name, ...), ``success.json`` (the success tensor) and, when the loop
+records it, ``resources.json``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from libero_ll.errors import LiberoError
+from libero_ll.evaluation.resources import RunResources, load_resources, run_data_sizes
+from libero_ll.evaluation.success import SuccessTensor
+
+# Learners whose recorded memory holds training samples (counted by SSS rather than MS).
+REPLAY_LEARNERS = frozenset({"er"})
+# A relative data.dir in a config is looked up from the current directory, then from the repository.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Run:
+    """One run directory, loaded.
+
+    Attributes:
+        path: the directory.
+        config: its resolved config as plain dicts and lists.
+        tensor: its success tensor.
+        resources: its recorded resources, or None when ``resources.json`` is absent.
+    """
+
+    path: Path
+    config: dict
+    tensor: SuccessTensor
+    resources: RunResources | None
+
+    @property
+    def suite(self) -> str:
+        """The suite's name (the last part of ``suite`` when the config names a folder)."""
+        return Path(str(self.config.get("suite", "?"))).name
+
+    @property
+    def learner(self) -> str:
+        return str((self.config.get("learner") or {}).get("name", "?"))
+
+    @property
+    def policy(self) -> str:
+        return str((self.config.get("policy") or {}).get("name", "?"))
+
+    @property
+    def seed(self) -> int | None:
+        seed = self.config.get("seed")
+        return int(seed) if seed is not None else None
+
+    @property
+    def method(self) -> tuple[str, str, str]:
+        """(suite, learner, policy): what runs of different seeds share."""
+        return self.suite, self.learner, self.policy
+
+    @property
+    def task_order(self) -> tuple[str, ...]:
+        return tuple(self.tensor.task_names)
+
+    @property
+    def replay(self) -> bool:
+        return self.learner in REPLAY_LEARNERS
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    """Load a run directory.
+
+    Raises:
+        LiberoError: naming the directory when it does not exist, lacks ``config.yaml`` or
+            ``success.json``, or one of its files cannot be read.
+    """
+    from omegaconf import OmegaConf
+
+    path = Path(path)
+    if not path.is_dir():
+        raise LiberoError(f"run directory {path} does not exist")
+    for name in ("config.yaml", "success.json"):
+        if not (path / name).is_file():
+            raise LiberoError(f"{path} is not a run directory: it has no {name}")
+    try:
+        config = OmegaConf.to_container(OmegaConf.load(path / "config.yaml"), resolve=False)
+    except Exception as e:  # noqa: BLE001 - YAML errors come in many types
+        raise LiberoError(
+            f"{path / 'config.yaml'} cannot be read: {str(e).strip().splitlines()[0]}"
+        ) from None
+    if not isinstance(config, dict):
+        raise LiberoError(f"{path / 'config.yaml'} does not hold a mapping")
+    return Run(path, config, SuccessTensor.load(path / "success.json"), load_resources(path))
+
+
+def group_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str], list[Run]]:
+    """Runs grouped by (suite, learner, policy), groups and their runs sorted (runs by seed, then path)."""
+    groups: dict[tuple[str, str, str], list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.method, []).append(run)
+    return {
+        key: sorted(groups[key], key=lambda r: (r.seed if r.seed is not None else math.inf, str(r.path)))
+        for key in sorted(groups)
+    }
+
+
+def single_task_aucs(references: Sequence[Run], task_names: Sequence[str]) -> np.ndarray | None:
+    """Per task, the mean ``curve_auc`` of the reference runs that learned it first (from scratch).
+
+    Args:
+        references: single-task runs; each contributes the curve of its first task.
+        task_names: the tasks wanted.
+    Returns:
+        (K,) array with NaN for a task no reference learned first; None when ``references`` is empty.
+    """
+    from libero_ll.evaluation.cl_metrics import curve_auc
+
+    if not references:
+        return None
+    by_task: dict[str, list[float]] = {}
+    for ref in references:
+        if ref.tensor.num_tasks:
+            t = ref.tensor
+            by_task.setdefault(t.task_names[0], []).append(curve_auc(t.eval_epochs[0], t.curves[0]))
+    out = np.full(len(task_names), np.nan)
+    for k, name in enumerate(task_names):
+        values = [v for v in by_task.get(name, []) if not math.isnan(v)]
+        if values:
+            out[k] = float(np.mean(values))
+    return out
+
+
+def measure_run(
+    run: Run, reference: Run | None = None, single_task: Sequence[Run] = (), epsilon: float = 1.0
+) -> dict:
+    """Every metric of a run (``libero_ll.evaluation.metrics.all_metrics``), with its references.
+
+    Args:
+        run: the run.
+        reference: a reference (multitask) run for intransigence; tasks are matched by name.
+        single_task: single-task runs from scratch for Continual World's forward transfer.
+        epsilon: CE's scaling factor ε.
+    """
+    from libero_ll.evaluation.cl_metrics import reference_success
+    from libero_ll.evaluation.metrics import all_metrics
+
+    names = run.tensor.task_names
+    r_star = None
+    if reference is not None:
+        r_star = reference_success(reference.tensor.task_names, reference.tensor.matrix, names)
+    sizes = run_data_sizes(run.config, names, base=REPO_ROOT) if run.resources is not None else None
+    return all_metrics(
+        run.tensor,
+        run.resources,
+        replay=run.replay,
+        data_sizes=sizes,
+        reference=r_star,
+        single_task_auc=single_task_aucs(list(single_task), names),
+        epsilon=epsilon,
+    )

@@ -1,0 +1,60 @@
+"""What each task of a run cost: parameters, learner memory, training windows and multiply-adds, written to
+RUN_DIR/resources.json (read by the metrics code for MS, SSS and CE)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+VERSION = 1
+
+
+def forward_macs_per_window(policy, batch: dict) -> float:
+    """Multiply-adds of one forward pass (loss included) per training window, counted on `batch`.
+
+    Args:
+        policy: a BasePolicy (not run: the count uses a shape-only twin, see libero_ll.policies.flops).
+        batch: a training batch (SequenceDataset.get_batch format) of at least one window.
+    """
+    from libero_ll.policies.flops import policy_flops
+
+    return float(policy_flops(policy, batch)) / max(len(batch["task_id"]), 1)
+
+
+def task_entry(task: str, index: int, params: int, params_used: int, memory_bytes: int, samples_seen: int,
+               train_macs: float) -> dict:
+    """One entry of resources.json (see `write_resources`)."""
+    return {
+        "task": str(task),
+        "index": int(index),
+        "params": int(params),
+        "params_used": int(params_used),
+        "memory_bytes": int(memory_bytes),
+        "samples_seen": int(samples_seen),
+        "train_macs": float(train_macs),
+    }
+
+
+def write_resources(path: Path, entries: list[dict]) -> None:
+    """Write {"version": 1, "tasks": entries} atomically.
+
+    Each entry: task (name), index (0-based learning order), params (parameters of the policy),
+    params_used (parameters in use for this task), memory_bytes (bytes the learner keeps after this task),
+    samples_seen (training windows seen while learning it), train_macs (multiply-adds spent training it:
+    forward MACs per window × windows × 3 for forward and backward).
+    """
+    path = Path(path)
+    text = json.dumps({"version": VERSION, "tasks": entries}, indent=1)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp creates it private; results are meant to be read by others
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

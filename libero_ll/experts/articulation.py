@@ -1,0 +1,166 @@
+"""Waypoints for the articulated fixtures: pulling and pushing drawers, swinging doors, turning knobs.
+
+Each function reads the scene from the simulator and returns waypoints for `ScriptedExpert`:
+("move", position, hand rotation, grip) or ("hold", steps, hand rotation, grip). Positions are of
+the grip site (the centre between the finger pads), metres, world frame.
+
+How the hand works each part:
+- drawers and doors have horizontal bar handles standing off their front: the hand, tipped
+  forward so that its palm stays clear of the handles above, hooks its closed fingers into the gap
+  behind the bar from above and pulls along the drawer's axis or around the door's hinge (turning
+  the wrist with the door); to shut it, the fingers push the outside of the bar back;
+- a knob is grasped from above across its grip ridge and turned by turning the wrist.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from libero_ll.assets.categories import get_model
+from libero_ll.experts.skills import hand_down_rotation, nearest_equivalent_yaw
+
+CLOSED, OPEN = 1.0, -1.0
+# How far past the threshold a part is driven, metres or radians.
+DRAWER_PULL_TO = 0.13
+DOOR_PULL_TO = 1.35
+KNOB_ON_TO = 1.0
+ABOVE = 0.09
+
+
+def _site(env, name: str) -> tuple[np.ndarray, np.ndarray]:
+    import mujoco
+
+    sid = mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_SITE, name)
+    return env.data.site_xpos[sid].copy(), env.data.site_xmat[sid].reshape(3, 3).copy()
+
+
+def _body(env, name: str) -> tuple[np.ndarray, np.ndarray]:
+    import mujoco
+
+    bid = mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_BODY, name)
+    return env.data.xpos[bid].copy(), env.data.xmat[bid].reshape(3, 3).copy()
+
+
+def _hand(env, along: np.ndarray) -> np.ndarray:
+    """A downward hand whose fingers close along the horizontal direction `along`."""
+    yaw = math.atan2(along[1], along[0])
+    return hand_down_rotation(nearest_equivalent_yaw(yaw, env.robot_proprio()["ee_rot"]))
+
+
+def _rot_z(angle: float) -> np.ndarray:
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+
+
+# The hand leans this far forward from pointing straight down when it works a handle, radians.
+HOOK_PITCH = 0.3
+# The finger pads' centre sits this far behind the bar's axis (hooking) or in front of it (pushing).
+HOOK_DEPTH = 0.02
+# Before hooking, the pads come down this far in front of the bar and this far below it.
+HOOK_FRONT = 0.05
+HOOK_UNDER = 0.025
+
+
+def _hook_hand(env, toward: np.ndarray) -> np.ndarray:
+    """A hand pointing down and leaning towards the horizontal `toward`, fingers closing across it."""
+    z = np.array([0, 0, -math.cos(HOOK_PITCH)]) + math.sin(HOOK_PITCH) * toward
+    x = np.cross([0, 0, 1.0], toward)
+    if x @ env.robot_proprio()["ee_rot"][:, 0] < 0:
+        x = -x
+    return np.stack([x, np.cross(z, x), z], axis=1)
+
+
+def _work_handle(env, handle: np.ndarray, out: np.ndarray, path, pulling: bool) -> list:
+    """Hook behind a handle (pulling) or rest against its front (pushing), then follow `path`.
+
+    Args:
+        handle: the bar's centre now; out: horizontal unit vector out of the face it stands on.
+        path: callable(k, n) → (offset of the handle after step k of n, rotation about z of step k).
+    """
+    up = np.array([0, 0, ABOVE])
+    start = handle - out * HOOK_DEPTH if pulling else handle + out * HOOK_DEPTH
+    hand = _hook_hand(env, -out)
+    if pulling:
+        # Come down in front of the handles (not through the gaps of the ones above), pass under the
+        # bar, and rise behind it.
+        below = np.array([0, 0, -HOOK_UNDER])
+        front = handle + out * HOOK_FRONT
+        way = [
+            ("move", front + up, hand, CLOSED),
+            ("move", front + below, hand, CLOSED),
+            ("move", start + below, hand, CLOSED),
+            ("move", start, hand, CLOSED),
+        ]
+    else:
+        way = [("move", start + up, hand, CLOSED), ("move", start, hand, CLOSED)]
+    n = 8
+    last = start
+    for k in range(1, n + 1):
+        shift, turn = path(k, n)
+        last = handle + shift + turn @ (start - handle)
+        way.append(("move", last, turn @ hand, CLOSED))
+    _, turn = path(n, n)
+    if pulling:
+        way.append(("move", last + up, turn @ hand, CLOSED))
+    else:
+        back = last + turn @ out * 0.04
+        way += [("move", back, turn @ hand, CLOSED), ("move", back + up, turn @ hand, CLOSED)]
+    return way
+
+
+def drawer(env, inst: str, part: str, opening: bool, rng) -> list:
+    """Pull a drawer open (to DRAWER_PULL_TO) by its handle, or push it shut."""
+    handle, _ = _site(env, f"{inst}_{part}_handle")
+    _, rot = _body(env, f"{inst}_{part}")
+    out = rot @ np.array(get_model(env.spec.instances()[inst]).part(part).joint.axis)  # out of the cabinet
+    q = env.geometry.joint_value(inst, part)
+    handle = handle + np.cross([0, 0, 1.0], out) * rng.uniform(-0.02, 0.02)
+    travel = (DRAWER_PULL_TO if opening else -0.015) - q
+    return _work_handle(env, handle, out, lambda k, n: (out * travel * k / n, np.eye(3)), opening)
+
+
+def door(env, inst: str, part: str, opening: bool, rng) -> list:
+    """Swing a door open (to DOOR_PULL_TO) or shut by its handle, turning the wrist with it."""
+    joint = get_model(env.spec.instances()[inst]).part(part).joint
+    hinge, rot = _body(env, f"{inst}_{part}")
+    handle, _ = _site(env, f"{inst}_{part}_handle")
+    handle = handle + rot[:, 1] * rng.uniform(-0.015, 0.015)
+    q = env.geometry.joint_value(inst, part)
+    sign = float((rot @ np.array(joint.axis))[2])  # +1: opening turns counter-clockwise seen from above
+    dq = (DOOR_PULL_TO if opening else -0.08) - q
+
+    def path(k, n):
+        turn = _rot_z(sign * dq * k / n)
+        return turn @ (handle - hinge) + hinge - handle, turn
+
+    return _work_handle(env, handle, rot[:, 0], path, opening)
+
+
+def knob(env, inst: str, part: str, turning_on: bool, rng) -> list:
+    """Grasp a knob's ridge across its thickness and turn the wrist to on (KNOB_ON_TO) or off (0)."""
+    centre, rot = _body(env, f"{inst}_{part}")
+    q = env.geometry.joint_value(inst, part)
+    grip_point = centre + np.array([0, 0, 0.026])
+    across = rot[:, 1]  # the ridge runs along the knob's x; close the fingers across it
+    dq = (KNOB_ON_TO if turning_on else -0.1) - q
+    hand0 = _hand(env, across)
+    above = np.array([0, 0, 0.08])
+    way = [("move", grip_point + above, hand0, OPEN), ("move", grip_point, hand0, OPEN), ("hold", 8, hand0, CLOSED)]
+    steps = max(2, int(abs(dq) / 0.15))
+    for k in range(1, steps + 1):
+        way.append(("move", grip_point, _rot_z(dq * k / steps) @ hand0, CLOSED))
+    way.append(("hold", 6, _rot_z(dq) @ hand0, OPEN))
+    way.append(("move", grip_point + above, _rot_z(dq) @ hand0, OPEN))
+    return way
+
+
+def articulation_waypoints(env, inst: str, part: str, kind: str, predicate: str, rng) -> list:
+    """Waypoints that make Open/Close/TurnOn/TurnOff of one part hold."""
+    on = predicate in ("open", "turnon")
+    if kind == "drawer":
+        return drawer(env, inst, part, on, rng)
+    if kind == "door":
+        return door(env, inst, part, on, rng)
+    return knob(env, inst, part, on, rng)

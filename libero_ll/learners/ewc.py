@@ -1,0 +1,124 @@
+"""EWC (online elastic weight consolidation): a quadratic penalty keeps weights important to past tasks near
+their values after those tasks (LIBERO appendix B.1).
+
+After task k the empirical Fisher F_k (mean squared gradient of the demos' log-likelihood, taken batch by
+batch on the task's own windows) is folded into a running estimate, F ← γ F + (1 − γ) F_k (F = F_1 after
+the first task), and the weights θ* are kept as the anchor. While later tasks are learned every step adds
+λ/2 Σ_i F_i (θ_i − θ*_i)² to the behaviour-cloning loss.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from libero_ll.data.dataset import SequenceDataset, TaskData
+from libero_ll.errors import LiberoError
+from libero_ll.learners.base import Learner
+from libero_ll.learners.registry import register_learner
+
+
+@register_learner("ewc")
+class EWC(Learner):
+    """Online EWC.
+
+    Options:
+        lambda: penalty weight λ (5e4 in the paper).
+        gamma: decay γ of the running Fisher estimate (0.9 in the paper).
+        fisher_batch_size: windows per gradient when estimating the Fisher (the training batch size by default).
+    """
+
+    options = {"lambda": 5e4, "gamma": 0.9, "fisher_batch_size": None}
+
+    def __init__(self, policy, train, options):
+        super().__init__(policy, train, options)
+        self.fisher: dict[str, torch.Tensor] = {}
+        self.anchor: dict[str, torch.Tensor] = {}
+        self._fisher_windows = 0
+
+    @classmethod
+    def check_values(cls, opts: dict) -> None:
+        if not isinstance(opts["lambda"], (int, float)) or opts["lambda"] < 0:
+            raise LiberoError(f"learner ewc: lambda must be a number ≥ 0, got {opts['lambda']!r}")
+        if not isinstance(opts["gamma"], (int, float)) or not 0.0 <= opts["gamma"] <= 1.0:
+            raise LiberoError(f"learner ewc: gamma must be in [0, 1], got {opts['gamma']!r}")
+        fb = opts["fisher_batch_size"]
+        if fb is not None and (not isinstance(fb, int) or fb < 1):
+            raise LiberoError(f"learner ewc: fisher_batch_size must be a positive integer or null, got {fb!r}")
+
+    def start_task(self, k: int, data) -> None:
+        super().start_task(k, data)
+        self._fisher_windows = 0
+
+    def penalty(self) -> torch.Tensor:
+        """λ/2 Σ_i F_i (θ_i − θ*_i)² over the anchored parameters (zero before the first task ends)."""
+        total = torch.zeros((), device=self.policy.device)
+        for name, p in self.policy.named_parameters():
+            if name in self.fisher:
+                total = total + (self.fisher[name] * (p - self.anchor[name]) ** 2).sum()
+        return 0.5 * float(self.opts["lambda"]) * total
+
+    def observe(self, batch: dict) -> float:
+        """One step on the behaviour-cloning loss plus the penalty; returns the behaviour-cloning loss alone,
+        so that losses compare across learners."""
+        self._count(batch)
+        bc = self.policy.compute_loss(batch)
+        self._step(bc + self.penalty() if self.fisher else bc)
+        return float(bc.detach())
+
+    def end_task(self, k: int, data: TaskData) -> None:
+        new = self.estimate_fisher(data)
+        g = float(self.opts["gamma"])
+        for name, f in new.items():
+            self.fisher[name] = f if name not in self.fisher else g * self.fisher[name] + (1.0 - g) * f
+        self.anchor = {n: p.detach().clone() for n, p in self.policy.named_parameters() if n in self.fisher}
+
+    def estimate_fisher(self, data: TaskData) -> dict[str, torch.Tensor]:
+        """Empirical diagonal Fisher of one task: the mean over batches of squared log-likelihood gradients.
+
+        Batches cover every window of the task once, in order, with the policy in evaluation mode (no
+        augmentation or dropout, so the estimate uses no randomness).
+        """
+        keys = self.policy.image_keys + self.policy.lowdim_keys
+        dataset = SequenceDataset([data], self.policy.seq_len, keys)
+        bs = int(self.opts["fisher_batch_size"] or self.train_cfg.batch_size)
+        params = {n: p for n, p in self.policy.named_parameters() if p.requires_grad}
+        fisher = {n: torch.zeros_like(p) for n, p in params.items()}
+        was_training = self.policy.training
+        self.policy.eval()
+        batches = 0
+        for start in range(0, len(dataset), bs):
+            batch = dataset.get_batch(np.arange(start, min(start + bs, len(dataset))))
+            self.policy.zero_grad(set_to_none=True)
+            self.policy.compute_loss(batch).backward()  # the NLL's gradient: the log-likelihood's, negated
+            for n, p in params.items():
+                if p.grad is not None:
+                    fisher[n] += p.grad.detach() ** 2
+            batches += 1
+            self._fisher_windows += len(batch["task_id"])
+        self.policy.zero_grad(set_to_none=True)
+        self.policy.train(was_training)
+        return {n: f / max(batches, 1) for n, f in fisher.items()}
+
+    def extra_windows(self) -> int:
+        """Windows passed forward and backward to estimate this stage's Fisher."""
+        return self._fisher_windows
+
+    def memory_bytes(self) -> int:
+        """Bytes of the Fisher values and the anchor weights."""
+        return int(sum(t.numel() * t.element_size() for d in (self.fisher, self.anchor) for t in d.values()))
+
+    def state_dict(self) -> dict:
+        return {
+            **super().state_dict(),
+            "fisher": dict(self.fisher),
+            "anchor": dict(self.anchor),
+            "fisher_windows": self._fisher_windows,
+        }
+
+    def load_state_dict(self, state: dict, tasks: list[TaskData]) -> None:
+        super().load_state_dict(state, tasks)
+        device = self.policy.device
+        self.fisher = {n: t.to(device) for n, t in state["fisher"].items()}
+        self.anchor = {n: t.to(device) for n, t in state["anchor"].items()}
+        self._fisher_windows = int(state["fisher_windows"])

@@ -1,0 +1,130 @@
+"""Config keys every policy shares (observations, window, GMM head, augmentation, run-time action) and checks.
+
+Each architecture's config dataclass derives from ``PolicyConfig``, adds its own documented keys and calls
+the helpers here to validate them, so a bad value fails with ``<policy>: <key> ...`` before any training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Iterable
+
+from libero_ll.errors import LiberoError
+
+
+@dataclass
+class PolicyConfig:
+    """The keys shared by all policies; the defaults are the paper's values."""
+
+    # Name used in error messages (the registry name of the architecture); not a config key.
+    policy_name: ClassVar[str] = "policy"
+
+    # Observation keys fed to the policy: one image encoder per camera, one input per low-dim key.
+    image_keys: list[str] = field(default_factory=lambda: ["agentview_rgb", "eye_in_hand_rgb"])
+    lowdim_keys: list[str] = field(default_factory=lambda: ["joint_states", "gripper_states"])
+    # Steps per training window (and, for the transformers, the longest history used at run time).
+    seq_len: int = 10
+    # Components of the Gaussian-mixture head.
+    gmm_modes: int = 5
+    # Hidden widths of the head's MLP.
+    gmm_hidden: list[int] = field(default_factory=lambda: [1024, 1024])
+    # Lower bound on every component's standard deviation, in action units.
+    min_std: float = 1e-4
+    # Random shift of training images (per window).
+    augment_shift: bool = True
+    # Largest shift in pixels (replicate padding).
+    shift_pad: int = 4
+    # Colour jitter of training images (per window).
+    augment_jitter: bool = True
+    # Jitter strengths: brightness, contrast, saturation.
+    jitter: list[float] = field(default_factory=lambda: [0.3, 0.3, 0.3])
+    # At run time take the mean of the most likely component instead of sampling.
+    deterministic_eval: bool = False
+
+    def __post_init__(self) -> None:
+        self.image_keys = [str(k) for k in self.image_keys]
+        self.lowdim_keys = [str(k) for k in self.lowdim_keys]
+        self.gmm_hidden = [int(h) for h in self.gmm_hidden]
+        self.jitter = [float(j) for j in self.jitter]
+        self.require_positive("seq_len gmm_modes")
+        if any(h < 1 for h in self.gmm_hidden):
+            raise self.error(f"gmm_hidden widths must be at least 1, got {self.gmm_hidden}")
+        if self.min_std <= 0:
+            raise self.error(f"min_std must be positive, got {self.min_std}")
+        if self.shift_pad < 0:
+            raise self.error(f"shift_pad must be ≥ 0, got {self.shift_pad}")
+        if len(self.jitter) != 3 or min(self.jitter) < 0:
+            raise self.error(f"jitter must be 3 non-negative strengths, got {self.jitter}")
+
+    # ---- helpers for the architectures' own checks -------------------------------------------------
+
+    def error(self, message: str) -> LiberoError:
+        """A LiberoError prefixed with the policy's name."""
+        return LiberoError(f"{self.policy_name}: {message}")
+
+    def require_positive(self, names: str) -> None:
+        """Check that every key named in the space-separated ``names`` is an integer of at least 1."""
+        for name in names.split():
+            if int(getattr(self, name)) < 1:
+                raise self.error(f"{name} must be at least 1, got {getattr(self, name)}")
+
+    def require_fraction(self, names: str) -> None:
+        """Check that every key named in ``names`` is a probability in [0, 1) (dropout rates)."""
+        for name in names.split():
+            if not 0.0 <= float(getattr(self, name)) < 1.0:
+                raise self.error(f"{name} must be in [0, 1), got {getattr(self, name)}")
+
+    def require_choice(self, name: str, allowed: Iterable[str]) -> None:
+        """Check that the key ``name`` is one of ``allowed``."""
+        allowed = tuple(allowed)
+        if getattr(self, name) not in allowed:
+            raise self.error(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+
+
+@dataclass
+class ResNetEncoderConfig(PolicyConfig):
+    """The keys of the FiLM-conditioned ResNet image encoder, shared by ResNet-T and ResNet-RNN."""
+
+    # Channels of the encoder's stem and first stage; later stages double it every two blocks.
+    encoder_width: int = 64
+    # Number of basic residual blocks in each image encoder (stages of two).
+    encoder_blocks: int = 4
+    # Normalisation in the encoder: "group" (per sample, no running statistics), "batch" or "none".
+    encoder_norm: str = "group"
+    # Pooling of the last feature map: "spatial_softmax" (soft keypoints) or "avg".
+    encoder_pool: str = "spatial_softmax"
+    # Keypoint maps of the spatial softmax.
+    num_keypoints: int = 32
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.require_positive("encoder_width encoder_blocks num_keypoints")
+        self.require_choice("encoder_norm", ("batch", "group", "none"))
+        self.require_choice("encoder_pool", ("avg", "spatial_softmax"))
+
+
+@dataclass
+class TemporalTransformerConfig(PolicyConfig):
+    """The keys of the block-causal temporal transformer and the low-dim embeddings, shared by ResNet-T
+    and ViT-T (defaults: the paper's)."""
+
+    # Hidden width of the MLP embedding each low-dim input (the paper's extra_info_hidden_size).
+    extra_embedding_size: int = 128
+    # Layers of the temporal transformer.
+    transformer_layers: int = 4
+    # Attention heads per temporal layer.
+    heads: int = 6
+    # Width of each temporal attention head.
+    head_size: int = 64
+    # Hidden width of each temporal layer's MLP.
+    mlp_size: int = 256
+    # Dropout probability in the temporal transformer.
+    dropout: float = 0.1
+    # Step position encoding of the temporal transformer: "sinusoidal" or "learned".
+    position_encoding: str = "sinusoidal"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.require_positive("extra_embedding_size transformer_layers heads head_size mlp_size")
+        self.require_fraction("dropout")
+        self.require_choice("position_encoding", ("learned", "sinusoidal"))

@@ -1,0 +1,1 @@
+"""Procedural task generation (scene templates + behaviours → task files) and the benchmark suites."""

@@ -1,0 +1,26 @@
+"""The asset gallery: one labelled tile per category, each showing its thing."""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+
+from libero_ll.cli import main
+from libero_ll.envs.gallery import render_gallery
+
+
+def test_gallery_tiles_show_their_category(tmp_path):
+    out = render_gallery(tmp_path / "g.png", tile=64, columns=2, categories=["plate", "wooden_cabinet"], families=False)
+    img = np.asarray(Image.open(out))
+    assert img.shape == (64, 128, 3)
+    plate, cabinet = img[:50, :64].astype(int), img[:50, 64:].astype(int)
+    # A white plate and a brown cabinet fill the middle of their tiles.
+    assert plate[20:40, 20:44].mean() > 170
+    centre = cabinet[15:45, 20:44].reshape(-1, 3).mean(0)
+    assert centre[0] > centre[2] + 20  # brown: more red than blue
+    assert not (tmp_path / "g.png.tmp.png").exists()
+
+
+def test_render_needs_a_file_or_gallery(capsys):
+    assert main(["render", "-o", "x.png"]) == 2
+    assert "give a task file, or --gallery" in capsys.readouterr().err

@@ -1,0 +1,255 @@
+"""`libero-ll report` over real smoke runs (two learners x two seeds) and over hand-made runs: files,
+local links only, table rows, CSV numbers equal to the metric functions, significance marks, task-order
+comparison, and errors that leave an existing report in place."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from libero_ll.cli import main
+from libero_ll.errors import LiberoError
+from libero_ll.evaluation.metrics import libero_metrics
+from libero_ll.evaluation.report import generate_report
+from libero_ll.evaluation.runs import load_run, measure_run
+from libero_ll.evaluation.stats import bootstrap_ci, mean, sem
+from libero_ll.evaluation.success import SuccessTensor
+
+REPO = Path(__file__).resolve().parents[2]
+NAN = float("nan")
+
+
+def _resources_by_hand(run_dir: Path) -> None:
+    """A resources.json in the schema of the training loop, for runs made without one."""
+    names = SuccessTensor.load(run_dir / "success.json").task_names
+    tasks = [
+        {
+            "task": n,
+            "index": k,
+            "params": 12000,
+            "params_used": 12000,
+            "memory_bytes": 1000 * (k + 1),
+            "samples_seen": 20 + 4 * k,
+            "train_macs": 3.0e8 * (1 + 0.2 * k),
+        }
+        for k, n in enumerate(names)
+    ]
+    (run_dir / "resources.json").write_text(json.dumps({"version": 1, "tasks": tasks}))
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(tmp_path_factory) -> dict:
+    """Real smoke runs: learners seql and er, seeds 1 and 2, one epoch each; demos collected once."""
+    from omegaconf import OmegaConf
+
+    root = tmp_path_factory.mktemp("smoke_runs")
+    data = root / "data"
+    dirs = {}
+    for learner in ("seql", "er"):
+        cfg = OmegaConf.load(REPO / "configs" / "smoke.yaml")
+        cfg.learner.name = learner
+        if learner != "er" and "options" in cfg.learner:
+            cfg.learner.options = {}  # the preset's options are ER's
+        config = root / f"{learner}.yaml"
+        OmegaConf.save(cfg, config)
+        for seed in (1, 2):
+            out = root / f"{learner}_{seed}"
+            overrides = [
+                f"output_dir={out}",
+                f"data.dir={data}",
+                "data.demos_per_task=1",
+                "train.epochs=1",
+                "eval.rollouts=1",
+                f"seed={seed}",
+            ]
+            assert main(["train", str(config), *overrides]) == 0
+            run_dir = next(out.iterdir())
+            if not (run_dir / "resources.json").exists():
+                _resources_by_hand(run_dir)
+            dirs[(learner, seed)] = run_dir
+    return dirs
+
+
+@pytest.fixture(scope="module")
+def smoke_report(smoke_runs, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "report"
+    assert main(["report", *map(str, smoke_runs.values()), "-o", str(out)]) == 0
+    return out
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def num(text: str) -> float:
+    return float(text) if text != "" else NAN
+
+
+def test_report_files_reference_only_local_files(smoke_report):
+    for name in ("report.html", "report.md", "libero_table.csv", "cl_criteria.csv", "runs.csv"):
+        assert (smoke_report / name).is_file(), name
+    page = (smoke_report / "report.html").read_text()
+    assert "<script" not in page and "http://" not in page and "https://" not in page
+    links = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert sum(link.endswith(".png") for link in links) == 4 + 2 + 1  # heatmaps, curves, spider
+    for link in links:
+        assert not link.startswith("/") and ":" not in link, link
+        assert (smoke_report / link).is_file(), link
+    for link in re.findall(r"\]\(([^)]+)\)", (smoke_report / "report.md").read_text()):
+        assert (smoke_report / link).is_file(), link
+    assert not [p for p in smoke_report.parent.iterdir() if p.name.startswith(".report")]  # no temporary left
+
+
+def test_tables_have_one_row_per_method_and_run(smoke_report, smoke_runs):
+    rows = read_csv(smoke_report / "libero_table.csv")
+    assert sorted((r["learner"], r["metric"]) for r in rows) == sorted(
+        (learner, m) for learner in ("er", "seql") for m in ("fwt", "nbt", "auc")
+    )
+    assert all(r["n"] == "2" and r["suite"] == "quickstart" and r["policy"] == "resnet_t" for r in rows)
+    md = (smoke_report / "report.md").read_text()
+    results = md.split("### LIBERO metrics")[1].split("\n\n")[1].splitlines()
+    assert results[0].startswith("| method | FWT (↑) | NBT (↓) | AUC (↑) |")
+    assert [line.split("|")[1].strip() for line in results[2:]] == ["er", "seql"]
+    html = (smoke_report / "report.html").read_text()
+    assert "<td>er</td>" in html and "<td>seql</td>" in html
+    runs = read_csv(smoke_report / "runs.csv")
+    assert sorted(Path(r["run_dir"]) for r in runs) == sorted(p.resolve() for p in smoke_runs.values())
+    criteria = read_csv(smoke_report / "cl_criteria.csv")
+    assert {r["metric"] for r in criteria} >= {
+        "A",
+        "REM",
+        "BWT_plus",
+        "MS",
+        "SSS",
+        "CE",
+        "CL_score",
+        "CL_stability",
+    }
+
+
+def test_csv_numbers_equal_the_metric_functions(smoke_report, smoke_runs):
+    per_run = {}
+    for row in read_csv(smoke_report / "runs.csv"):
+        run = load_run(row["run_dir"])
+        expected = measure_run(run)
+        direct = libero_metrics(run.tensor)
+        for key in ("fwt", "nbt", "auc"):
+            assert num(row[key]) == pytest.approx(direct[key], nan_ok=True)
+        for key in ("A", "BWT", "REM", "BWT_plus", "MS", "SSS", "CE", "CL_score", "R_final", "F_final"):
+            assert num(row[key]) == pytest.approx(expected[key], nan_ok=True), key
+        per_run[(row["learner"], int(row["seed"]))] = expected
+    assert set(per_run) == set(smoke_runs)
+    for row in read_csv(smoke_report / "libero_table.csv"):
+        values = [per_run[(row["learner"], seed)][row["metric"]] for seed in (1, 2)]
+        assert num(row["mean"]) == pytest.approx(mean(values))
+        assert num(row["sem"]) == pytest.approx(sem(values))
+        low, high = bootstrap_ci(values, 0.9, seed=0)
+        assert (num(row["ci_low"]), num(row["ci_high"])) == pytest.approx((low, high))
+    for row in read_csv(smoke_report / "cl_criteria.csv"):
+        if row["metric"] != "CL_stability":
+            values = [per_run[(row["learner"], seed)][row["metric"]] for seed in (1, 2)]
+            assert num(row["mean"]) == pytest.approx(mean(values), nan_ok=True), row["metric"]
+
+
+def test_missing_success_json_is_a_clean_error(smoke_runs, tmp_path, capsys):
+    broken = tmp_path / "broken_run"
+    broken.mkdir()
+    (broken / "config.yaml").write_text("seed: 1\n")
+    assert main(["report", str(smoke_runs[("er", 1)]), str(broken), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and str(broken) in err and "success.json" in err
+    assert not (tmp_path / "out").exists()
+
+
+# --- hand-made runs: fast checks of the tables' marks and the task-order section -------------------------
+
+
+def hand_run(
+    path: Path, learner: str, seed: int, names: list[str], diag: list[float], last: list[float]
+) -> Path:
+    """A run directory written by hand: curves rising to ``diag``, final row ``last``."""
+    K = len(names)
+    matrix = np.full((K, K), NAN)
+    for k in range(K):
+        matrix[k, k] = diag[k]
+    matrix[K - 1, : K - 1] = last[: K - 1]
+    tensor = SuccessTensor(
+        names, [[0, 5, 10]] * K, [[0.0, d / 2, d] for d in diag], [[] for _ in names], matrix
+    )
+    path.mkdir(parents=True)
+    tensor.save(path / "success.json")
+    (path / "config.yaml").write_text(
+        f"name: hand\nseed: {seed}\nsuite: quickstart\ntasks: {json.dumps(names)}\n"
+        f"learner:\n  name: {learner}\npolicy:\n  name: resnet_t\n"
+    )
+    return path
+
+
+def test_significance_marks_and_bold_best(tmp_path):
+    names = ["a", "b"]
+    runs = []
+    for seed, jitter in enumerate((0.0, 0.02, -0.02)):
+        runs.append(
+            hand_run(tmp_path / f"good{seed}", "good", seed, names, [0.9 + jitter, 0.9], [0.8 + jitter])
+        )
+        runs.append(
+            hand_run(tmp_path / f"bad{seed}", "bad", seed, names, [0.3 + jitter, 0.3], [0.1 + jitter])
+        )
+    out = generate_report(runs, tmp_path / "report")
+    md = (out / "report.md").read_text()
+    good = next(line for line in md.splitlines() if line.startswith("| good |"))
+    bad = next(line for line in md.splitlines() if line.startswith("| bad |"))
+    fwt_good, fwt_bad = good.split("|")[2].strip(), bad.split("|")[2].strip()
+    assert fwt_good.startswith("**") and fwt_good.endswith("*") and "†" not in fwt_good
+    assert fwt_bad.endswith("†") and not fwt_bad.startswith("**")
+    rows = {(r["learner"], r["metric"]): r for r in read_csv(out / "libero_table.csv")}
+    assert (
+        rows[("bad", "fwt")]["significant_vs_best"] == "True"
+        and float(rows[("bad", "fwt")]["p_vs_best"]) < 0.05
+    )
+    assert rows[("good", "auc")]["best"] == "True"
+
+
+def test_task_order_comparison(tmp_path):
+    runs = [
+        hand_run(tmp_path / "ab1", "er", 1, ["a", "b"], [0.8, 0.6], [0.4]),
+        hand_run(tmp_path / "ab2", "er", 2, ["a", "b"], [0.7, 0.6], [0.5]),
+        hand_run(tmp_path / "ba1", "er", 1, ["b", "a"], [0.5, 0.9], [0.2]),
+    ]
+    out = generate_report(runs, tmp_path / "report")
+    html = (out / "report.html").read_text()
+    assert "Task orders" in html and "T1 &gt; T2" in html and "T2 &gt; T1" in html
+    rows = read_csv(out / "task_orders.csv")
+    fwt = {r["task_order"]: num(r["mean"]) for r in rows if r["metric"] == "fwt"}
+    per_run = [libero_metrics(load_run(p).tensor)["fwt"] for p in runs]
+    assert fwt == pytest.approx({"a > b": mean(per_run[:2]), "b > a": per_run[2]})
+    assert any(p.name.startswith("orders_") for p in (out / "plots").iterdir())
+
+
+def test_failed_regeneration_keeps_the_old_report(tmp_path):
+    good = hand_run(tmp_path / "r1", "er", 1, ["a", "b"], [0.8, 0.6], [0.4])
+    out = generate_report([good], tmp_path / "report")
+    before = (out / "report.html").read_text()
+    (tmp_path / "r2").mkdir()
+    with pytest.raises(LiberoError, match="r2 is not a run directory"):
+        generate_report([good, tmp_path / "r2"], out)
+    assert (out / "report.html").read_text() == before
+    # A second good run replaces the report in place.
+    generate_report([good, hand_run(tmp_path / "r3", "er", 2, ["a", "b"], [0.7, 0.6], [0.5])], out)
+    assert (out / "report.html").read_text() != before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_refuses_to_replace_a_folder_that_is_not_a_report(tmp_path):
+    run = hand_run(tmp_path / "r1", "er", 1, ["a"], [0.5], [])
+    with pytest.raises(LiberoError, match="is not a report folder"):
+        generate_report([run], tmp_path)  # the folder holding the runs
+    assert (run / "success.json").exists()
+    with pytest.raises(LiberoError, match="no run directory"):
+        generate_report([], tmp_path / "out")

@@ -1,0 +1,163 @@
+"""Every metric of one run from its directory: all_metrics with recorded resources, references, the
+`libero-ll metrics --all` command and clean errors for incomplete run directories."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from libero_ll.cli import main
+from libero_ll.errors import LiberoError
+from libero_ll.evaluation.metrics import all_metrics, libero_metrics
+from libero_ll.evaluation.resources import RunResources, TaskDataSize, TaskResources
+from libero_ll.evaluation.runs import load_run, measure_run
+from libero_ll.evaluation.success import SuccessTensor
+
+NAN = float("nan")
+
+
+def make_tensor(
+    names=("a", "b"), curves=((0.0, 0.5, 1.0), (0.0, 0.5, 0.5)), matrix=((1.0, NAN), (0.25, 0.5))
+):
+    return SuccessTensor(
+        task_names=list(names),
+        eval_epochs=[[0, 5, 10] for _ in names],
+        curves=[list(c) for c in curves],
+        losses=[[] for _ in names],
+        matrix=np.array(matrix, dtype=float),
+    )
+
+
+def make_run(path, tensor, learner="er", seed=1, resources=None, suite="quickstart", policy="resnet_t"):
+    path.mkdir(parents=True)
+    (path / "config.yaml").write_text(
+        f"name: test\nseed: {seed}\nsuite: {suite}\ntasks: {json.dumps(tensor.task_names)}\n"
+        f"learner:\n  name: {learner}\npolicy:\n  name: {policy}\n"
+        f"data:\n  dir: {path / 'no_data'}\n  demos_per_task: 2\ntrain:\n  window_stride: 1\n"
+    )
+    tensor.save(path / "success.json")
+    if resources is not None:
+        (path / "resources.json").write_text(json.dumps({"version": 1, "tasks": resources}))
+    return path
+
+
+RESOURCES = [
+    {
+        "task": "a",
+        "index": 0,
+        "params": 1000,
+        "params_used": 1000,
+        "memory_bytes": 400,
+        "samples_seen": 10,
+        "train_macs": 1000.0,
+    },
+    {
+        "task": "b",
+        "index": 1,
+        "params": 1000,
+        "params_used": 1000,
+        "memory_bytes": 800,
+        "samples_seen": 20,
+        "train_macs": 2000.0,
+    },
+]
+
+
+def resources(entries=RESOURCES):
+    return RunResources([TaskResources(**e) for e in entries])
+
+
+def test_all_metrics_keeps_the_libero_metrics_and_adds_the_rest():
+    t = make_tensor()
+    m = all_metrics(t)
+    for key, value in libero_metrics(t).items():
+        np.testing.assert_equal(m[key], value)
+    assert m["A"] == pytest.approx((1.0 + 0.25 + 0.5) / 3)
+    assert m["BWT"] == pytest.approx(-0.75) and m["REM"] == pytest.approx(0.25) and m["BWT_plus"] == 0.0
+    assert math.isnan(m["FWT_prime"]) and "FWT_prime" in m["not_recorded"]
+    assert m["R_per_task"] == pytest.approx([1.0, 0.375]) and m["F_final"] == pytest.approx(0.75)
+    # Curve AUC by the trapezoid rule: (0.25 + 0.75) * 5 / 10; (0.25 + 0.5) * 5 / 10.
+    assert m["train_auc_per_task"] == pytest.approx([0.5, 0.375])
+    for c in ("MS", "SSS", "CE"):
+        assert math.isnan(m[c]) and m["not_recorded"][c] == "resources.json not recorded"
+    assert m["CL_score_criteria"] == ["A", "REM", "BWT_plus"]
+    assert m["CL_score"] == pytest.approx((m["A"] + m["REM"] + 0.0) / 3)
+    assert math.isnan(m["I"]) and math.isnan(m["FT"])
+
+
+def test_resource_criteria_of_a_replay_learner_by_hand():
+    sizes = [TaskDataSize(nbytes=800, windows=5), TaskDataSize(nbytes=800, windows=5)]
+    m = all_metrics(make_tensor(), resources(), replay=True, data_sizes=sizes)
+    assert m["MS"] == 1.0  # 4000 bytes of parameters after each task; the replay memory counts for SSS
+    assert m["SSS"] == pytest.approx(1 - (400 / 1600 + 800 / 1600) / 2)
+    # One pass = (macs / windows seen) * windows of the task: 500 and 500, against 1000 and 2000 spent.
+    assert m["CE"] == pytest.approx((0.5 + 0.25) / 2)
+    assert m["not_recorded"].keys() == {"FWT_prime", "I", "FT"}
+    assert m["CL_score_criteria"] == ["A", "MS", "SSS", "CE", "REM", "BWT_plus"]
+
+
+def test_resource_criteria_of_a_learner_keeping_buffers_with_the_model():
+    m = all_metrics(make_tensor(), resources(), replay=False)
+    assert m["MS"] == pytest.approx((1 + 4400 / 4800) / 2)  # 4 bytes per parameter plus the kept buffers
+    assert m["SSS"] == 1.0  # no samples stored: the data's size is not needed
+    assert math.isnan(m["CE"]) and "CE" in m["not_recorded"]  # no data size for the one-pass cost
+
+
+def test_missing_resource_field_gives_nan_not_an_error():
+    entries = [dict(RESOURCES[0]), {k: v for k, v in RESOURCES[1].items() if k != "train_macs"}]
+    sizes = [TaskDataSize(800, 5), TaskDataSize(800, 5)]
+    m = all_metrics(make_tensor(), resources(entries), replay=True, data_sizes=sizes)
+    assert math.isnan(m["CE"]) and "train_macs" in m["not_recorded"]["CE"]
+    assert not math.isnan(m["MS"]) and not math.isnan(m["SSS"])
+
+
+def test_references_give_intransigence_and_forward_transfer(tmp_path):
+    run = load_run(make_run(tmp_path / "run", make_tensor()))
+    # A multitask reference holding the tasks in the other order; its final row counts.
+    ref = make_run(tmp_path / "mtl", make_tensor(("b", "a"), matrix=((0.1, NAN), (0.8, 0.9))), learner="mtl")
+    single_a = make_run(
+        tmp_path / "single_a", make_tensor(("a",), ((0.0, 0.0, 1.0),), ((1.0,),)), learner="seql"
+    )
+    m = measure_run(run, load_run(ref), [load_run(single_a)])
+    assert m["I_per_task"] == pytest.approx([0.9 - 1.0, 0.8 - 0.5])
+    # FT_a: run AUC 0.5 against the single-task AUC 0.25 -> (0.5 - 0.25) / 0.75; no reference for b.
+    assert m["FT_per_task"][0] == pytest.approx(1 / 3) and math.isnan(m["FT_per_task"][1])
+    assert m["FT"] == pytest.approx(1 / 3)
+
+
+def test_incomplete_run_directories_are_named(tmp_path):
+    with pytest.raises(LiberoError, match="does not exist"):
+        load_run(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(LiberoError, match=r"empty is not a run directory: it has no config.yaml"):
+        load_run(tmp_path / "empty")
+    (tmp_path / "empty" / "config.yaml").write_text("seed: 1\n")
+    with pytest.raises(LiberoError, match="it has no success.json"):
+        load_run(tmp_path / "empty")
+
+
+def test_metrics_command_all(tmp_path, capsys):
+    run = make_run(tmp_path / "run", make_tensor(), resources=RESOURCES)
+    assert main(["metrics", str(run), "--all", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = measure_run(load_run(run))
+    for key in ("fwt", "nbt", "auc", "A", "BWT", "REM", "MS", "CL_score", "R_final", "F_final"):
+        assert out[key] == pytest.approx(expected[key])
+    assert out["FWT_prime"] is None and out["SSS"] is None  # no demo files: data size unknown
+    assert "SSS" in out["not_recorded"]
+
+    assert main(["metrics", str(run), "--all"]) == 0
+    text = capsys.readouterr().out
+    assert "FWT 0.417" in text  # the default output comes first
+    assert "A, accuracy" in text and "not recorded" in text and "CL_score criteria used" in text
+
+    assert main(["metrics", str(run)]) == 0
+    assert "A, accuracy" not in capsys.readouterr().out  # without --all: FWT/NBT/AUC only
+
+    assert main(["metrics", str(run), "--reference", str(run), "--json"]) == 0
+    # The run as its own reference: its final row (0.25, 0.5) against its diagonal (1.0, 0.5).
+    assert json.loads(capsys.readouterr().out)["I_per_task"] == pytest.approx([-0.75, 0.0])
+
+    assert main(["metrics", str(tmp_path), "--all"]) == 2
+    assert "has no config.yaml" in capsys.readouterr().err

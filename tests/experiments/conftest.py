@@ -1,0 +1,54 @@
+"""Smoke-preset fixtures shared by the experiment tests: demos collected once, environments built once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = REPO / "configs" / "smoke.yaml"
+
+
+def smoke_config(tmp_path: Path, data_dir: Path, *overrides: str):
+    """The smoke preset writing runs under tmp_path and reading demos from data_dir, plus overrides."""
+    from libero_ll.experiments.config import load_config
+
+    return load_config(SMOKE, [f"output_dir={tmp_path / 'runs'}", f"data.dir={data_dir}", *overrides])
+
+
+@pytest.fixture(scope="session")
+def make_smoke_config():
+    """`smoke_config` for tests (test modules here are not a package, so they cannot import it)."""
+    return smoke_config
+
+
+@pytest.fixture(scope="session")
+def smoke_data(tmp_path_factory) -> Path:
+    """A folder with the smoke preset's demos of its two tasks (collected by the expert once per session)."""
+    from libero_ll.data.collect import collect_task
+    from libero_ll.envs.env import EnvConfig
+    from libero_ll.experiments.lifelong import suite_tasks
+
+    cfg = smoke_config(tmp_path_factory.mktemp("unused"), Path("unused"))
+    out = tmp_path_factory.mktemp("smoke_data")
+    env_cfg = EnvConfig(image_size=int(cfg.env.image_size), robot_mesh=str(cfg.env.robot_mesh))
+    for task in suite_tasks(cfg.suite, list(cfg.tasks)):
+        collect_task(task, out / f"{task.stem}.hdf5", int(cfg.data.demos_per_task), int(cfg.data.collect_seed),
+                     env_cfg, max_steps=int(cfg.data.expert_max_steps))
+    return out
+
+
+@pytest.fixture(scope="session")
+def smoke_envs(tmp_path_factory):
+    """The smoke preset's task environments, shared by the runs of a session (building one takes seconds)."""
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.experiments.lifelong import suite_tasks
+
+    cfg = smoke_config(tmp_path_factory.mktemp("unused"), Path("unused"))
+    env_cfg = EnvConfig(image_size=int(cfg.env.image_size), robot_mesh=str(cfg.env.robot_mesh),
+                        max_steps=int(cfg.eval.max_steps))
+    envs = [LiberoEnv(t, env_cfg) for t in suite_tasks(cfg.suite, list(cfg.tasks))]
+    yield envs
+    for e in envs:
+        e.close()

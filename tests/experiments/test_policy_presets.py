@@ -1,0 +1,29 @@
+"""A preset sizes every policy: `policy.name=...` alone switches architecture, with that preset's sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from libero_ll.errors import LiberoError
+from libero_ll.experiments.config import load_config, policy_config
+from libero_ll.experiments.lifelong import check_components
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+@pytest.mark.parametrize("name", ["resnet_t", "resnet_rnn", "vit_t"])
+def test_cpu_preset_switches_policy_by_name(name):
+    cfg = load_config(CONFIGS / "cpu.yaml", [f"policy.name={name}"])
+    check_components(cfg)
+    keys = policy_config(cfg)
+    assert keys["gmm_modes"] == 1 and keys["embed_size"] == 64
+
+
+def test_policy_cfg_overrides_by_name_and_bad_entries_are_named():
+    cfg = load_config(CONFIGS / "cpu.yaml", ["policy.cfg.embed_size=32"])
+    assert policy_config(cfg)["embed_size"] == 32
+    cfg = load_config(CONFIGS / "cpu.yaml", ["policy.by_name.vit_t.patch_sise=8"])
+    with pytest.raises(LiberoError, match="policy.by_name.vit_t.*patch_sise"):
+        check_components(cfg)

@@ -1,0 +1,65 @@
+"""Pretraining: `init_from` starts a run from another run's policy; the LIBERO-90 → LIBERO-10 configs validate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from libero_ll.cli import main
+from libero_ll.errors import LiberoError
+from libero_ll.experiments.config import learner_options, load_config
+from libero_ll.experiments.lifelong import check_components, run_lifelong
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = ["eval.max_steps=3", "eval.init_states=1", "language_encoder=task_id"]
+
+
+@pytest.mark.parametrize("name", ["pretrain_libero90", "finetune_libero10"])
+def test_pretraining_configs_load_and_validate(name):
+    from libero_ll.learners.registry import LEARNERS
+    from libero_ll.policies.base import coerce_config
+    from libero_ll.policies.registry import POLICIES
+
+    cfg = load_config(REPO / "configs" / f"{name}.yaml")
+    LEARNERS.get(str(cfg.learner.name)).check_options(learner_options(cfg))
+    coerce_config(POLICIES.get(str(cfg.policy.name)).config_class, dict(cfg.policy.cfg))
+    assert cfg.learner.name == ("mtl" if name.startswith("pretrain") else "er")
+    try:
+        check_components(cfg)
+    except LiberoError as e:
+        # Until the LIBERO-90/10 task files ship, only the suite (or the pretrained run) may be missing.
+        assert "libero_90" in str(e) or "libero_10" in str(e), str(e)
+
+
+def test_init_from_starts_from_the_pretrained_policy(tmp_path, smoke_data, smoke_envs, make_smoke_config):
+    pre = make_smoke_config(tmp_path / "pre", smoke_data, *FAST, "learner.name=mtl", "train.epochs=1")
+    pre_dir = run_lifelong(pre, log=lambda s: None, envs=smoke_envs)
+    pretrained = torch.load(pre_dir / "final_policy.pt", weights_only=True)["policy"]
+
+    # A glob of run directories picks the newest match; no training epochs keep the weights as loaded.
+    pattern = str(pre_dir.parent / "smoke_quickstart_mtl_*")
+    fine = make_smoke_config(tmp_path / "fine", smoke_data, *FAST, "learner.name=seql", "train.epochs=0",
+                             f"init_from={pattern}")
+    lines = []
+    fine_dir = run_lifelong(fine, log=lines.append, envs=smoke_envs)
+    assert any(str(pre_dir / "final_policy.pt") in line for line in lines)
+    kept = torch.load(fine_dir / "checkpoints" / "task00_best.pt", weights_only=True)["policy"]
+    assert kept.keys() == pretrained.keys() and all(torch.equal(kept[k], pretrained[k]) for k in kept)
+
+
+def test_init_from_other_architecture_or_missing_file_fails_clearly(tmp_path, smoke_data, smoke_envs,
+                                                                    make_smoke_config, capsys):
+    pre = make_smoke_config(tmp_path / "pre", smoke_data, *FAST, "learner.name=seql", "train.epochs=0")
+    pre_dir = run_lifelong(pre, log=lambda s: None, envs=smoke_envs)
+    other = make_smoke_config(tmp_path / "other", smoke_data, *FAST, "policy.cfg.embed_size=12",
+                              f"init_from={pre_dir / 'checkpoints' / 'task01_best.pt'}")
+    with pytest.raises(LiberoError, match="architecture does not match.*embed|architecture does not match"):
+        run_lifelong(other, log=lambda s: None, envs=smoke_envs)
+
+    runs = tmp_path / "cli_runs"
+    args = ["train", str(REPO / "configs" / "smoke.yaml"), f"output_dir={runs}", f"init_from={tmp_path / 'nope.pt'}"]
+    assert main(args) == 2
+    assert "nope.pt" in capsys.readouterr().err
+    assert not runs.exists()

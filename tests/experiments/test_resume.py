@@ -1,0 +1,117 @@
+"""Crash safety: a run killed at any point and continued with `--resume` ends exactly like an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from libero_ll.cli import main
+from libero_ll.experiments.lifelong import run_lifelong
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = ["train.epochs=2", "eval.max_steps=4", "eval.init_states=1", "language_encoder=task_id"]
+
+
+class Crash(Exception):
+    """Stands for the process dying at the moment a given log line is printed (before that epoch's save)."""
+
+
+def _results(run_dir: Path) -> dict:
+    success = json.loads((run_dir / "success.json").read_text())
+    return {
+        "success": {k: success[k] for k in ("task_names", "eval_epochs", "curves", "losses", "matrix")},
+        "resources": json.loads((run_dir / "resources.json").read_text()),
+    }
+
+
+def _same_weights(a: Path, b: Path) -> bool:
+    wa = torch.load(a, weights_only=True)["policy"]
+    wb = torch.load(b, weights_only=True)["policy"]
+    return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+@pytest.mark.parametrize(
+    "learner, crash_at",
+    [
+        ("er", "stage 2 epoch 1"),  # mid-task, with a replay memory and its random draws
+        ("ewc", "stage 2/2"),  # after the epoch-0 evaluation of a task, before its first save
+        ("packnet", "stage 1 fine-tune epoch 1"),  # inside the post-prune fine-tune
+        ("mtl", "stage 1 epoch 2"),  # the single stage of all tasks, at its last epoch
+    ],
+)
+def test_crash_and_resume_matches_uninterrupted(learner, crash_at, tmp_path, smoke_data, smoke_envs,
+                                                make_smoke_config):
+    overrides = [*FAST, f"learner.name={learner}", "learner.by_name.packnet.finetune_epochs=2"]
+    whole = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *overrides), log=lambda s: None, envs=smoke_envs)
+
+    cfg = make_smoke_config(tmp_path / "b", smoke_data, *overrides)
+    lines = []
+
+    def crash(line: str) -> None:
+        lines.append(line)
+        if line.startswith(crash_at):
+            raise Crash(line)
+
+    with pytest.raises(Crash):
+        run_lifelong(cfg, log=crash, envs=smoke_envs)
+    run_dir = Path(lines[0].split(": ", 1)[1])
+    resumed_lines = []
+    run_lifelong(cfg, log=resumed_lines.append, resume=run_dir, envs=smoke_envs)
+
+    assert resumed_lines[0].startswith(f"resuming {run_dir}")
+    assert _results(run_dir) == _results(whole)
+    assert _same_weights(run_dir / "final_policy.pt", whole / "final_policy.pt")
+
+
+def test_kill_9_and_resume_from_the_command_line(tmp_path, smoke_data, smoke_envs, make_smoke_config):
+    overrides = ["train.epochs=4", "eval.max_steps=4", "eval.init_states=1", "language_encoder=task_id"]
+    whole = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *overrides), log=lambda s: None, envs=smoke_envs)
+
+    runs = tmp_path / "b" / "runs"
+    cmd = [sys.executable, "-m", "libero_ll.cli", "train", str(REPO / "configs" / "smoke.yaml"),
+           f"output_dir={runs}", f"data.dir={smoke_data}", *overrides]
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "wb") as err:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.time() + 240
+    position = None
+    try:
+        # Kill as soon as epoch 1 of the second task is saved: mid-task, with epochs still to run.
+        while time.time() < deadline and proc.poll() is None:
+            progress = list(runs.glob("*/progress.json"))
+            if progress:
+                try:
+                    position = json.loads(progress[0].read_text())
+                except (OSError, json.JSONDecodeError):
+                    position = None
+                if position and position["stage"] == 1 and position["phase"] == "train" and position["epoch"] >= 1:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    break
+            time.sleep(0.02)
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # the deadline passed, or the kill above has not landed yet (then this is a no-op)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, errors.read_text()[-2000:]
+    run_dir = next(runs.iterdir())
+    assert not (run_dir / "final_policy.pt").exists()
+
+    assert main(["train", "--resume", str(run_dir)]) == 0
+    assert _results(run_dir) == _results(whole)
+    assert _same_weights(run_dir / "final_policy.pt", whole / "final_policy.pt")
+
+
+def test_resume_errors_are_clear(tmp_path, capsys):
+    assert main(["train", "--resume", str(tmp_path)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+    assert main(["train", str(REPO / "configs" / "smoke.yaml"), "--resume", str(tmp_path)]) == 2
+    assert "no config" in capsys.readouterr().err

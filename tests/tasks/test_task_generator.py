@@ -1,0 +1,193 @@
+"""The task generator: goals agree with the behaviours, instructions compose, errors name what is wrong."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from libero_ll.bddl.parser import parse_file, parse_string
+from libero_ll.bddl.spec import Predicate
+from libero_ll.errors import LiberoError
+from libero_ll.tasks.behaviours import BEHAVIOURS
+from libero_ll.tasks.generator import (
+    TaskRequest,
+    build_task,
+    parse_plan,
+    random_requests,
+)
+from libero_ll.tasks.scenes import load_scene, parse_scene, scene_names
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _task(scene: str, goal, **kw):
+    from libero_ll.tasks.generator import _steps
+
+    return build_task(TaskRequest(load_scene(scene), _steps(goal, ""), **kw))
+
+
+def test_every_scene_template_loads_and_names_known_categories():
+    names = scene_names()
+    for prefix, n in (("KITCHEN_SCENE", 10), ("LIVING_ROOM_SCENE", 6), ("STUDY_SCENE", 4)):
+        assert all(f"{prefix}{i}" in names for i in range(1, n + 1))
+    assert {"SPATIAL_SCENE", "OBJECT_SCENE", "GOAL_SCENE"} <= set(names)
+    for name in names:
+        scene = load_scene(name)
+        assert scene.instances
+        # Fixtures with drawers, doors or knobs face the robot.
+        for f in scene.fixtures():
+            if scene.model(f).parts or scene.instances[f].category == "desk_caddy":
+                assert scene.instances[f].placement.yaw == [(3.141592653589793, 3.141592653589793)], (name, f)
+
+
+def test_put_in_a_drawer_and_close_it_starts_with_the_drawer_open():
+    t = _task("KITCHEN_SCENE4", [{"put_in": {"object": "akita_black_bowl_1", "target": "white_cabinet_1_bottom_region"}},
+                                 {"close": "white_cabinet_1_bottom_region"}])
+    assert t.spec.goal_predicates() == [
+        Predicate("in", ("akita_black_bowl_1", "white_cabinet_1_bottom_region")),
+        Predicate("close", ("white_cabinet_1_bottom_region",)),
+    ]
+    assert Predicate("open", ("white_cabinet_1_bottom_region",)) in t.spec.init
+    assert t.spec.language == "put the black bowl in the bottom drawer of the cabinet and close it"
+    assert t.name == "KITCHEN_SCENE4_put_the_black_bowl_in_the_bottom_drawer_of_the_cabinet_and_close_it"
+    # The written text parses back to the same task.
+    assert parse_string(t.text, "<t>") == t.spec
+
+
+def test_open_then_put_in_starts_closed_and_uses_a_pronoun():
+    t = _task("KITCHEN_SCENE1", [{"open": "wooden_cabinet_1_top_region"},
+                                 {"put_in": {"object": "akita_black_bowl_1", "target": "wooden_cabinet_1_top_region"}}])
+    assert Predicate("close", ("wooden_cabinet_1_top_region",)) in t.spec.init
+    assert Predicate("open", ("wooden_cabinet_1_top_region",)) not in t.spec.init
+    assert t.spec.language == "open the top drawer of the cabinet and put the black bowl in it"
+    t = _task("KITCHEN_SCENE3", [{"turn_on": "flat_stove_1"}, {"put_on": {"object": "moka_pot_1", "target": "flat_stove_1"}}])
+    assert t.spec.language == "turn on the stove and put the moka pot on it"
+    assert t.spec.goal_predicates() == [Predicate("turnon", ("flat_stove_1",)),
+                                        Predicate("on", ("moka_pot_1", "flat_stove_1_cook_region"))]
+    assert Predicate("turnoff", ("flat_stove_1",)) in t.spec.init
+
+
+def test_side_regions_lie_next_to_where_the_reference_starts():
+    scene = load_scene("LIVING_ROOM_SCENE6")
+    px, py = scene.instances["plate_1"].placement.centre()
+    for side, check in (("right", lambda x, y: y < py - 0.097), ("left", lambda x, y: y > py + 0.097),
+                        ("front", lambda x, y: x < px - 0.097), ("back", lambda x, y: x > px + 0.097)):
+        t = _task("LIVING_ROOM_SCENE6", {"place_next_to": {"object": "chocolate_pudding_1", "side": side, "reference": "plate_1"}})
+        region = t.spec.regions[f"living_room_table_plate_1_{side}_region"]
+        x0, y0, x1, y1 = region.ranges[0]
+        assert check(x0, y0) and check(x1, y1), side
+        assert t.spec.goal_predicates() == [Predicate("on", ("chocolate_pudding_1", region.full_name))]
+        assert t.spec.language == f"put the chocolate pudding to the {side} of the plate"
+
+
+def test_put_on_a_fixture_uses_its_surface():
+    t = _task("KITCHEN_SCENE1", {"put_on": {"object": "akita_black_bowl_1", "target": "wooden_cabinet_1"}})
+    assert t.spec.goal_predicates() == [Predicate("on", ("akita_black_bowl_1", "wooden_cabinet_1_top_side"))]
+    assert t.spec.language == "put the black bowl on top of the cabinet"
+    t = _task("LIVING_ROOM_SCENE2", {"put_both_in": {"objects": ["alphabet_soup_1", "tomato_sauce_1"], "target": "basket_1"}})
+    assert t.spec.language == "put both the alphabet soup and the tomato sauce in the basket"
+    assert [p.args[1] for p in t.spec.goal_predicates()] == ["basket_1_contain_region"] * 2
+
+
+def test_text_is_deterministic():
+    goal = {"put_in": {"object": "black_book_1", "target": "desk_caddy_1_back_contain_region"}}
+    assert _task("STUDY_SCENE1", goal).text == _task("STUDY_SCENE1", goal).text
+
+
+@pytest.mark.parametrize(
+    "data, needle",
+    [
+        ({"scene": "KITCHEN_SCENE1", "count": 2, "colour": "red"}, "unknown key 'colour'"),
+        ({"scene": "KITCHEN_SCENE1", "count": 2, "behaviours": ["juggle"]}, "unknown behaviour 'juggle'"),
+        ({"scene": "KITCHEN_SCENE1", "count": 2, "objects": ["spaceship"]}, "unknown category 'spaceship'"),
+        ({"scene": "KITCHEN_SCENE99", "count": 1}, "unknown scene 'KITCHEN_SCENE99'"),
+        ({"scene": "KITCHEN_SCENE1", "tasks": [{"goal": {"juggle": "plate_1"}}]}, "unknown behaviour 'juggle'"),
+        ({"scene": "KITCHEN_SCENE1", "tasks": [{"goal": {"open": "plate_1"}, "colour": 1}]}, "unknown key 'colour'"),
+        ({"scene": "KITCHEN_SCENE1", "tasks": [{"goal": {"put_on": {"object": "akita_black_bowl_1", "onto": "plate_1"}}}]},
+         "unknown argument 'onto'"),
+        ({"scene": "KITCHEN_SCENE1", "tasks": [{"goal": {"put_on": {"object": "teapot_1", "target": "plate_1"}}}]},
+         "'teapot_1' is not an instance"),
+        ({"scene": "KITCHEN_SCENE1", "tasks": [{"goal": {"open": "plate_1"}}]}, "no drawer or door"),
+        ({"scene": {"name": "S", "problem_class": "LIBERO_Floor_Manipulation",
+                    "objects": {"x_1": {"category": "spaceship", "at": [0, 0]}}}, "count": 1}, "unknown category 'spaceship'"),
+        ({"scene": {"name": "S", "problem_class": "LIBERO_Floor_Manipulation",
+                    "objects": {"x_1": {"category": "butter", "at": [0, 0], "size": 3}}}, "count": 1}, "unknown key 'size'"),
+    ],
+)
+def test_bad_specs_name_what_is_wrong(data, needle):
+    with pytest.raises(LiberoError, match=needle.replace("(", r"\(").replace("'", "'")):
+        parse_plan(data)
+
+
+def test_inline_scene_and_explicit_tasks():
+    scene = {
+        "name": "MY_FLOOR",
+        "problem_class": "LIBERO_Floor_Manipulation",
+        "objects": {
+            "basket_1": {"category": "basket", "at": [-0.05, 0.18]},
+            "butter_1": {"category": "butter", "at": [-0.2, -0.1], "yaw": [0, 90]},
+        },
+    }
+    plan = parse_plan({"scene": scene, "tasks": [{"goal": {"put_in": {"object": "butter_1", "target": "basket_1"}}}]})
+    (t,) = [build_task(r) for r in plan.requests]
+    assert t.name == "MY_FLOOR_put_the_butter_in_the_basket"
+    assert t.spec.regions["floor_butter_1_init_region"].yaw_rotation == [(0.0, 1.5707963267948966)]
+
+
+def test_crowded_starts_are_found():
+    from libero_ll.tasks.generator import crowded_starts
+
+    objects = {"plate_1": {"category": "plate", "at": [-0.1, 0.0]}, "butter_1": {"category": "butter", "at": [-0.1, 0.12]}}
+    scene = {"name": "TIGHT", "problem_class": "LIBERO_Floor_Manipulation", "objects": objects}
+    plan = parse_plan({"scene": scene, "tasks": [{"goal": {"put_on": {"object": "butter_1", "target": "plate_1"}}}]})
+    (msg,) = crowded_starts(build_task(plan.requests[0]).spec)
+    assert "plate_1 and butter_1" in msg
+    objects["butter_1"]["at"] = [-0.1, 0.2]
+    plan = parse_plan({"scene": scene, "tasks": [{"goal": {"put_on": {"object": "butter_1", "target": "plate_1"}}}]})
+    assert crowded_starts(build_task(plan.requests[0]).spec) == []
+
+
+def test_random_tasks_are_seeded_distinct_and_use_known_behaviours():
+    a = random_requests(40, seed=3)
+    b = random_requests(40, seed=3)
+    names = [r.name for r in a]
+    assert names == [r.name for r in b]
+    assert len(set(names)) == 40
+    assert names != [r.name for r in random_requests(40, seed=4)]
+    for r in a:
+        assert all(step in BEHAVIOURS for step, _ in r.steps)
+        build_task(r)
+    with pytest.raises(LiberoError, match="distinct tasks"):
+        random_requests(10**6)
+
+
+def test_wanted_behaviours_and_objects_restrict_random_tasks():
+    plan = parse_plan({"scenes": ["LIVING_ROOM_SCENE1", "LIVING_ROOM_SCENE2"], "count": 4, "seed": 1,
+                       "behaviours": ["put_in"], "objects": ["butter", "milk"]})
+    assert len(plan.requests) == 4
+    for r in plan.requests:
+        ((behaviour, args),) = r.steps
+        assert behaviour == "put_in" and r.scene.instances[args["object"]].category in ("butter", "milk")
+
+
+def test_cli_generate_writes_files_and_reports_bad_yaml(tmp_path):
+    spec = tmp_path / "suite.yaml"
+    spec.write_text(
+        "suite: mine\nscene: KITCHEN_SCENE7\ntasks:\n"
+        "  - goal: {put_on: {object: white_bowl_1, target: plate_1}}\n"
+        "  - name: open_it\n    language: open the microwave door\n    goal: {open: microwave_1}\n"
+    )
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "libero_ll.cli", "generate", str(spec), "--out", str(out), "--no-check", "--no-init-states"]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    files = sorted(p.name for p in out.glob("*.bddl"))
+    assert files == ["KITCHEN_SCENE7_put_the_white_bowl_on_the_plate.bddl", "open_it.bddl"]
+    assert parse_file(str(out / "open_it.bddl")).language == "open the microwave door"
+    spec.write_text("scene: KITCHEN_SCENE7\ncount: 1\nbehaviors: [open]\n")
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 2
+    assert "error:" in res.stderr and "unknown key 'behaviors'" in res.stderr and "Traceback" not in res.stderr
