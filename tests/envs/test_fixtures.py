@@ -353,3 +353,21 @@ def test_a_file_in_libero_layout_loads_and_resets(tmp_path):
         assert env.check_goal()
     finally:
         env.close()
+
+
+def test_objects_in_the_basket_and_the_tray():
+    """The movable containers: a can stood in each one's contain region is In it, and the goal holds."""
+    suites = EXAMPLES.parent
+    for task, container in (
+        (suites / "libero_90" / "LIVING_ROOM_SCENE3_pick_up_the_alphabet_soup_and_put_it_in_the_tray.bddl", "wooden_tray_1"),
+        (_example("living_room"), "basket_1"),
+    ):
+        env = LiberoEnv(task, EnvConfig(render=False))
+        try:
+            env.reset(seed=0)
+            region = f"{container}_contain_region"
+            assert not env.geometry.inside("alphabet_soup_1", region)
+            _put(env, "alphabet_soup_1", region)
+            assert env.geometry.inside("alphabet_soup_1", region), task.name
+        finally:
+            env.close()
