@@ -2,49 +2,105 @@
 
 from __future__ import annotations
 
-import sys
+import time
 from pathlib import Path
 
 from libero_ll.errors import LiberoError
 
 
 def cmd_collect(args) -> int:
-    from libero_ll.data.collect import collect_task
+    from tqdm import tqdm
+
+    from libero_ll.data.collect import MAX_ATTEMPTS, collect
     from libero_ll.envs.env import EnvConfig
     from libero_ll.experiments.lifelong import suite_tasks
 
+    max_attempts = MAX_ATTEMPTS if args.max_attempts is None else args.max_attempts
     if bool(args.suite) == bool(args.task):
         raise LiberoError("give either --suite NAME or --task FILE")
+    if args.tasks is not None and not args.suite:
+        raise LiberoError("--tasks names tasks within a suite; give --suite too")
+    if args.task and not Path(args.task).is_file():
+        raise LiberoError(f"task file {args.task} does not exist")
     tasks = suite_tasks(args.suite, args.tasks) if args.suite else [Path(args.task)]
     env_cfg = EnvConfig(image_size=args.image_size, robot_mesh=args.robot_mesh)
     out = Path(args.out) if args.out else Path("datasets") / (args.suite or "tasks")
-    rows = []
-    for t in tasks:
-        path = None if args.dry_run else out / f"{t.stem}.hdf5"
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.exists() and not args.overwrite:
-                print(f"{path}: exists, skipped (--overwrite to redo)")
-                continue
-        stats = collect_task(t, path, args.demos, args.seed, env_cfg, max_steps=args.max_steps, progress=_progress)
-        rows.append(stats)
-        where = "dry run" if path is None else str(path)
-        print(
-            f"{t.stem}: expert success {stats.success_rate:.0%} ({stats.kept}/{stats.attempts}), "
-            f"mean length {stats.mean_length:.0f} steps [{where}]"
+    pairs = [(t, None if args.dry_run else out / f"{t.stem}.hdf5") for t in tasks]
+
+    t0 = time.time()
+    bar = None
+    done: dict[str, int] = {}
+
+    def progress(name: str, settled: int, requested: int) -> None:
+        nonlocal bar
+        if bar is None:  # made at the first settled demo, so that argument errors print alone
+            bar = tqdm(total=len(tasks) * args.demos, unit="demo", desc="collect", dynamic_ncols=True)
+        bar.set_postfix_str(f"{name} {settled}/{requested}", refresh=False)
+        bar.update(settled - done.get(name, 0))
+        done[name] = settled
+
+    try:
+        stats = collect(
+            pairs, args.demos, args.seed, env_cfg, args.max_steps, workers=args.workers,
+            max_attempts=max_attempts, overwrite=args.overwrite, progress=progress,
         )
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        if not args.dry_run:
+            print("interrupted: the demos settled so far are kept; run the same command again to continue")
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+
+    empty = []
+    for s in stats:
+        if s.skipped:
+            print(f"{s.path}: exists, skipped (--overwrite to redo)")
+            continue
+        where = "dry run" if args.dry_run else str(s.path) if s.path else "no file written"
+        resumed = f", {s.resumed} resumed" if s.resumed else ""
+        print(
+            f"{s.task}: expert success {s.success_rate:.0%} ({s.kept}/{s.attempts}), "
+            f"{s.kept}/{s.requested} demos kept{resumed}, mean length {s.mean_length:.0f} steps [{where}]"
+        )
+        if s.failed and not args.dry_run:
+            print(
+                f"warning: {s.task}: demo indices {', '.join(map(str, s.failed))} failed all "
+                f"{max_attempts} attempts; the task has {s.kept} of {s.requested} demos"
+            )
+        if s.kept == 0 and not args.dry_run:
+            empty.append(s.task)
+    rows = [s for s in stats if not s.skipped]
+    wall = time.time() - t0
     if rows:
-        total = sum(r.kept for r in rows) / max(sum(r.attempts for r in rows), 1)
-        print(f"{len(rows)} tasks, overall expert success {total:.0%}")
+        kept = sum(r.kept for r in rows)
+        attempts = sum(r.attempts for r in rows)
+        mean = sum(r.mean_length * r.kept for r in rows) / max(kept, 1)
+        print(
+            f"{len(rows)} tasks, overall expert success {kept / max(attempts, 1):.0%}, {kept} demos kept, "
+            f"mean length {mean:.0f} steps, wall time {wall:.1f} s"
+        )
+    else:
+        print(f"nothing collected: all {len(stats)} files exist (--overwrite to redo)")
+    if empty:
+        them = "it" if len(empty) == 1 else "them"
+        print(f"error: no demo kept for {', '.join(empty)}; no file written for {them}")
+        return 1
     return 0
 
 
-def _progress(name: str, done: int, total: int) -> None:
-    print(f"\r  {name}: {done}/{total} demos", end="\n" if done == total else "", file=sys.stderr, flush=True)
-
-
 def register(sub) -> None:
-    s = sub.add_parser("collect", help="write scripted-expert demos for a task or suite")
+    s = sub.add_parser(
+        "collect",
+        help="write scripted-expert demos for a task or suite",
+        description="Write scripted-expert demos, one HDF5 file per task. Resumable: each settled demo is "
+        "kept in <task>.hdf5.partial/ until the task is complete, and running the same command again "
+        "continues an interrupted collection. The files do not depend on --workers. A demo index whose "
+        "every attempt fails is left out with a warning; a task with no demo at all gets no file "
+        "(exit 1).",
+    )
     s.add_argument("--suite")
     s.add_argument("--task", help="a single .bddl file")
     s.add_argument("--tasks", nargs="*", help="task names within the suite")
@@ -54,6 +110,17 @@ def register(sub) -> None:
     s.add_argument("--image-size", type=int, default=128)
     s.add_argument("--robot-mesh", default="visual", choices=["visual", "collision"])
     s.add_argument("--max-steps", type=int, default=400)
-    s.add_argument("--dry-run", action="store_true", help="run the expert without writing; print success per task")
-    s.add_argument("--overwrite", action="store_true")
+    s.add_argument("--workers", type=int, default=1, help="processes collecting at once (default 1)")
+    s.add_argument(
+        "--max-attempts", type=int,
+        help="episodes (new seeds) tried per demo before it is left out (default: MAX_ATTEMPTS of "
+        "libero_ll/data/collect.py, 5)",
+    )
+    s.add_argument(
+        "--dry-run", action="store_true", help="run the expert without writing; print success per task"
+    )
+    s.add_argument(
+        "--overwrite", action="store_true",
+        help="replace existing files (and discard unfinished collections made with other settings)",
+    )
     s.set_defaults(func=cmd_collect)

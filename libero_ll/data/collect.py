@@ -1,30 +1,69 @@
-"""Generate demonstrations of a task with the scripted expert and write them in the HDF5 layout."""
+"""Generate demonstrations of tasks with the scripted expert and write them in the HDF5 layout.
+
+Collection is resumable and parallel. Every demo index of a task is settled on its own: its episode
+is fixed by (task, demo index, attempt, collection seed), so any number of worker processes gives
+the same demos. Each settled index is written at once to its own small file in a folder beside the
+target, ``<task>.hdf5.partial/`` (``demo_<i>.hdf5`` for a kept demo, ``demo_<i>.failed`` for an index
+whose every attempt failed); when a task's indices are all settled, the demos are copied in index
+order into ``<task>.hdf5`` (written atomically) and the folder is removed. Running the same
+collection again after a crash or kill picks up the settled indices and runs only the rest.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from libero_ll.data.hdf5 import Demo, DemoWriter
-from libero_ll.envs.env import EnvConfig, LiberoEnv
+from libero_ll.data.hdf5 import Demo, DemoWriter, new_record, read_info, record_step
+from libero_ll.envs.env import EnvConfig, LiberoEnv, load_task
+from libero_ll.errors import LiberoError
 from libero_ll.experts.expert import EXPERT_VERSION, ScriptedExpert
 
-# Each demo gets up to this many fresh starts before the collection gives up on it.
+# Each demo index gets up to this many fresh starts (new seeds) before the collection gives up on it.
 MAX_ATTEMPTS = 5
+# Suffix of the folder beside a task's file that holds its settled demo indices until it is complete.
+PARTIAL_SUFFIX = ".partial"
+# Bumped when the per-demo files change, so that an old unfinished collection is not mixed in.
+PARTIAL_FORMAT = 1
 
 
 @dataclass
 class CollectStats:
-    """What one task's collection did: demos kept, episodes tried, expert success rate, mean length."""
+    """What one task's collection did.
+
+    Attributes:
+        task: task name (the task file's stem).
+        kept: successful demos kept (written to the file, or, in a dry run, successful episodes).
+        attempts: expert episodes tried.
+        success_rate: kept / attempts.
+        mean_length: mean length of the kept demos, policy steps.
+        requested: demos asked for.
+        failed: demo indices whose every attempt failed (the file holds fewer demos than requested).
+        lengths: length of each kept demo, in file order, policy steps.
+        path: the file written; None for a dry run, or when nothing was kept.
+        resumed: demo indices taken from an earlier, interrupted run of the same collection.
+        skipped: an existing complete file was kept (not overwritten); nothing was collected.
+    """
 
     task: str
     kept: int
     attempts: int
     success_rate: float
     mean_length: float
+    requested: int = 0
+    failed: list[int] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    path: Path | None = None
+    resumed: int = 0
+    skipped: bool = False
 
 
 def demo_seed(task_name: str, index: int, attempt: int, seed: int) -> int:
@@ -35,25 +74,422 @@ def demo_seed(task_name: str, index: int, attempt: int, seed: int) -> int:
 def run_expert_episode(env: LiberoEnv, seed: int, max_steps: int, record: bool) -> tuple[bool, dict]:
     """Reset with `seed`, run the expert until the goal holds or `max_steps`; optionally record everything.
 
+    The episode starts from ``env.reset_to`` of the sampled initial state, as a replay of the demo and
+    an evaluation rollout do: ``reset_to`` clears what ``get_state`` does not hold (the gripper's
+    command, the contact solver's warm start), so the recorded actions replay the states exactly.
+    Actions are applied as they are stored (float32) for the same reason.
+
     Returns:
-        (success, record) where record holds per-step arrays (obs, actions, states, robot_states).
+        (success, record) where record holds per-step lists (obs, actions, states, robot_states),
+        the initial state ``init_state`` and the number of steps taken, ``steps``.
     """
-    obs = env.reset(seed=seed)
+    env.reset(seed=seed)
+    init_state = env.get_state()
+    obs = env.reset_to(init_state)
     expert = ScriptedExpert(env, np.random.default_rng(seed))
-    rec: dict = {"obs": [], "actions": [], "states": [], "robot_states": [], "init_state": env.get_state()}
+    rec = new_record(init_state)
     success = False
     for _ in range(max_steps):
-        action = expert.act()
+        action = np.asarray(expert.act(), dtype=np.float32)
         if record:
-            rec["obs"].append(obs)
-            rec["states"].append(env.get_state())
-            rec["robot_states"].append(env.robot_state())
-            rec["actions"].append(action.astype(np.float32))
+            record_step(rec, env, obs, action)
         obs, _, info = env.step(action)
         if info["success"]:
             success = True
             break
+    rec["steps"] = env.steps
     return success, rec
+
+
+# ---------------------------------------------------------------------------------------- the work
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything a process needs to settle demo indices of one task (plain values: it is pickled)."""
+
+    task_file: str
+    name: str
+    bddl_text: str
+    problem_info: dict
+    partial: str | None  # folder for the per-demo files; None: dry run, nothing written
+    seed: int
+    env_kwargs: dict
+    max_steps: int
+    max_attempts: int
+    compression: str | None
+
+    def header(self) -> dict:
+        """The dataset-level attributes of the task's file (and of each per-demo file)."""
+        return dict(
+            env_name=self.name,
+            problem_info=self.problem_info,
+            bddl_file_name=self.task_file,
+            bddl_file_content=self.bddl_text,
+            env_args={"env_name": self.name, "env_kwargs": self.env_kwargs},
+            generator=EXPERT_VERSION,
+        )
+
+
+class _Collector:
+    """Settles demo indices, one at a time, keeping one environment built (the last task's)."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._env: LiberoEnv | None = None
+        self._model_xml = ""
+
+    def _env_for(self, job: _Job) -> LiberoEnv:
+        key = (job.task_file, json.dumps(job.env_kwargs, sort_keys=True))
+        if key != self._key:
+            self.close()
+            self._env = LiberoEnv(job.task_file, EnvConfig(**job.env_kwargs))
+            self._key = key
+            self._model_xml = self._env.model_xml() if job.partial is not None else ""
+        return self._env
+
+    def run(self, job: _Job, index: int) -> dict:
+        """Try demo `index` up to `job.max_attempts` times; write the outcome into the partial folder."""
+        env = self._env_for(job)
+        record = job.partial is not None
+        for attempt in range(job.max_attempts):
+            s = demo_seed(job.name, index, attempt, job.seed)
+            success, rec = run_expert_episode(env, s, job.max_steps, record=record)
+            if success:
+                if record:
+                    _write_demo(job, index, attempt + 1, s, rec, self._model_xml)
+                return {"index": index, "kept": True, "attempts": attempt + 1, "length": rec["steps"]}
+        if record:
+            _atomic_write_text(_failed_path(job.partial, index), json.dumps({"attempts": job.max_attempts}))
+        return {"index": index, "kept": False, "attempts": job.max_attempts, "length": 0}
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+        self._env = None
+        self._key = None
+
+
+def _demo_path(partial: str | Path, index: int) -> Path:
+    return Path(partial) / f"demo_{index}.hdf5"
+
+
+def _failed_path(partial: str | Path, index: int) -> Path:
+    return Path(partial) / f"demo_{index}.failed"
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _write_demo(job: _Job, index: int, attempts: int, seed: int, rec: dict, model_xml: str) -> None:
+    with DemoWriter(_demo_path(job.partial, index), **job.header(), compression=job.compression) as w:
+        w.add(Demo.from_record(rec, model_xml, seed))
+        w.set_attrs({"demo_index": index, "attempts": attempts})
+
+
+# ------------------------------------------------------------------------------- worker processes
+
+_WORKER: _Collector | None = None
+
+
+def _worker_main(jobs, results) -> None:
+    """A worker process: settle (job, index) units from `jobs` until None, answering on `results`."""
+    import signal
+    import traceback
+
+    # Ctrl-C reaches the whole process group; the parent handles it and stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    collector = _Collector()
+    try:
+        while (unit := jobs.get()) is not None:
+            job, index = unit
+            try:
+                out = collector.run(job, index)
+            except LiberoError as e:
+                out = {"index": index, "error": str(e), "user_error": True}
+            except Exception:
+                out = {"index": index, "error": traceback.format_exc(), "user_error": False}
+            out["task"] = job.name
+            results.put(out)
+    finally:
+        collector.close()
+
+
+def _run_in_workers(units: list[tuple[_Job, int]], workers: int) -> Iterator[dict]:
+    """Settle units in `workers` spawned processes, yielding results as they come (in any order)."""
+    import multiprocessing as mp
+    import queue
+
+    ctx = mp.get_context("spawn")
+    jobs, results = ctx.Queue(), ctx.Queue()
+    for unit in units:
+        jobs.put(unit)
+    for _ in range(workers):
+        jobs.put(None)
+    procs = [ctx.Process(target=_worker_main, args=(jobs, results), daemon=True) for _ in range(workers)]
+    try:
+        for p in procs:
+            p.start()
+        for _ in range(len(units)):
+            while True:
+                try:
+                    out = results.get(timeout=1.0)
+                    break
+                except queue.Empty:
+                    dead = [p for p in procs if p.exitcode not in (None, 0)]
+                    if dead:
+                        raise RuntimeError(
+                            f"a collection worker died (exit code {dead[0].exitcode}); the demos settled "
+                            "so far are kept: run the same command again to continue"
+                        ) from None
+            if "error" in out:
+                where = f"task {out['task']}, demo {out['index']}"
+                if out["user_error"]:
+                    raise LiberoError(f"{where}: {out['error']}")
+                raise RuntimeError(f"collection worker failed on {where}:\n{out['error']}")
+            yield out
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join()
+        jobs.close()
+        results.close()
+
+
+def _run_units(units: list[tuple[_Job, int]], workers: int) -> Iterator[dict]:
+    if not units:
+        return
+    workers = min(workers, len(units))
+    if workers > 1:
+        yield from _run_in_workers(units, workers)
+        return
+    collector = _Collector()
+    try:
+        for job, index in units:
+            yield {**collector.run(job, index), "task": job.name}
+    finally:
+        collector.close()
+
+
+# ---------------------------------------------------------------------------------- the collection
+
+
+@dataclass
+class _TaskRun:
+    job: _Job
+    out_path: Path | None
+    requested: int
+    pending: list[int]
+    settled: dict[int, dict] = field(default_factory=dict)  # index -> {"kept", "attempts", "length"}
+    resumed: int = 0
+
+
+def _settings(job: _Job) -> dict:
+    """What fixes a task's demos: an unfinished collection is resumed only with the same settings."""
+    return {
+        "format": PARTIAL_FORMAT,
+        "generator": EXPERT_VERSION,
+        "bddl_sha1": hashlib.sha1(job.bddl_text.encode()).hexdigest(),
+        "seed": job.seed,
+        "env_kwargs": job.env_kwargs,
+        "max_steps": job.max_steps,
+        "max_attempts": job.max_attempts,
+        "compression": job.compression,
+    }
+
+
+def _resume(job: _Job, overwrite: bool) -> dict[int, dict]:
+    """Open (or create) a task's partial folder and return the demo indices already settled there."""
+    partial = Path(job.partial)
+    settings_file = partial / "collection.json"
+    settings = json.loads(json.dumps(_settings(job)))
+    if partial.is_dir() and settings_file.is_file():
+        try:
+            before = json.loads(settings_file.read_text())
+        except (OSError, json.JSONDecodeError):
+            before = None
+        if before != settings:
+            if not overwrite:
+                old = before if isinstance(before, dict) else {}
+                changed = sorted(k for k in settings if old.get(k) != settings[k])
+                raise LiberoError(
+                    f"{partial}: an unfinished collection made with other settings ({', '.join(changed)}) is "
+                    "there; run it with its own settings to finish it, or pass --overwrite to discard it"
+                )
+            shutil.rmtree(partial)
+    partial.mkdir(parents=True, exist_ok=True)
+    if not settings_file.is_file():
+        _atomic_write_text(settings_file, json.dumps(settings, indent=1, sort_keys=True))
+    # Temporary files of a write that was killed halfway.
+    for tmp in partial.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+    settled: dict[int, dict] = {}
+    for path in partial.iterdir():
+        stem, suffix = path.stem, path.suffix
+        if not stem.startswith("demo_") or not stem[5:].isdigit():
+            continue
+        index = int(stem[5:])
+        try:
+            if suffix == ".hdf5":
+                stats = read_info(path).stats
+                attempts, length = int(stats["attempts"]), int(stats["length_max"])
+                settled[index] = {"kept": True, "attempts": attempts, "length": length}
+            elif suffix == ".failed":
+                attempts = int(json.loads(path.read_text())["attempts"])
+                settled[index] = {"kept": False, "attempts": attempts, "length": 0}
+        except (LiberoError, KeyError, ValueError, TypeError, OSError):
+            # Unreadable (a disk that filled up, a machine that crashed mid-write): settle it again.
+            path.unlink(missing_ok=True)
+    return settled
+
+
+def _finish(run: _TaskRun) -> CollectStats:
+    """Settle a task whose demo indices are all done: write its file (unless a dry run) and sum up."""
+    job = run.job
+    indices = range(run.requested)
+    kept = [i for i in indices if run.settled[i]["kept"]]
+    failed = [i for i in indices if not run.settled[i]["kept"]]
+    attempts = sum(run.settled[i]["attempts"] for i in indices)
+    lengths = [run.settled[i]["length"] for i in kept]
+    rate = len(kept) / max(attempts, 1)
+    path = None
+    if job.partial is not None and kept:
+        with DemoWriter(run.out_path, **job.header(), compression=job.compression) as w:
+            for i in kept:
+                w.copy_demo(_demo_path(job.partial, i))
+            w.set_attrs(
+                {
+                    "expert_success_rate": rate,
+                    "attempts": attempts,
+                    "max_attempts": job.max_attempts,
+                    "demos_requested": run.requested,
+                    "failed_demo_indices": np.asarray(failed, dtype=np.int64),
+                    "collect_seed": job.seed,
+                    "image_size": int(job.env_kwargs["image_size"]),
+                    "max_steps": job.max_steps,
+                }
+            )
+        path = run.out_path
+        # Only once the complete file is in place: the per-demo files are its only other copy.
+        shutil.rmtree(job.partial)
+    return CollectStats(
+        task=job.name,
+        kept=len(kept),
+        attempts=attempts,
+        success_rate=rate,
+        mean_length=float(np.mean(lengths)) if lengths else 0.0,
+        requested=run.requested,
+        failed=failed,
+        lengths=lengths,
+        path=path,
+        resumed=run.resumed,
+    )
+
+
+def collect(
+    tasks: Sequence[tuple[str | Path, str | Path | None]],
+    num_demos: int,
+    seed: int = 0,
+    env_config: EnvConfig | None = None,
+    max_steps: int = 400,
+    *,
+    workers: int = 1,
+    max_attempts: int = MAX_ATTEMPTS,
+    overwrite: bool = False,
+    compression: str | None = "gzip",
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[CollectStats]:
+    """Collect `num_demos` successful expert demos of each task, resumably, in `workers` processes.
+
+    Args:
+        tasks: (task file, output HDF5 file) pairs; an output of None runs the expert without writing
+            (a dry run: one attempt per demo index, no rendering).
+        num_demos: demos wanted per task (in a dry run: episodes to try).
+        seed: collection seed; with the task, demo index and attempt it fixes every episode.
+        env_config: simulation and image settings (stored in the file's env_args).
+        max_steps: episode cap for the expert, policy steps.
+        workers: processes collecting at once (each builds its own environments); the files do not
+            depend on it.
+        max_attempts: episodes (fresh seeds) tried per demo index before the index is given up; a task
+            then holds fewer demos (see CollectStats.failed), and no file when it kept none.
+        overwrite: replace existing complete files (otherwise they are kept and the task is skipped),
+            and discard an unfinished collection made with other settings (otherwise an error).
+        compression: image and state compression, see DemoWriter.
+        progress: optional callable(task name, settled demo indices, requested) called as indices
+            settle (also once at the start for indices resumed from an interrupted run).
+    Returns:
+        One CollectStats per task, in the order given.
+    Raises:
+        LiberoError: bad arguments, a missing or invalid task file, or an unfinished collection with
+            other settings. What was settled before an error or interruption stays on disk.
+    """
+    for what, value in (("demos", num_demos), ("workers", workers), ("max attempts", max_attempts),
+                        ("max steps", max_steps)):
+        if int(value) < 1:
+            raise LiberoError(f"the number of {what} must be at least 1, got {value}")
+    env_config = env_config or EnvConfig()
+    if env_config.image_size < 1:
+        raise LiberoError(f"image size must be at least 1 pixel, got {env_config.image_size}")
+    names = [Path(t).stem for t, _ in tasks]
+    if len(set(names)) != len(names):
+        twice = sorted(n for n in set(names) if names.count(n) > 1)
+        raise LiberoError(f"two tasks of one collection have the same name: {', '.join(twice)}")
+    runs: list[_TaskRun | CollectStats] = []
+    for task_file, out_path in tasks:
+        task_file = Path(task_file)
+        if not task_file.is_file():
+            raise LiberoError(f"task file {task_file} does not exist")
+        spec = load_task(task_file)
+        name = task_file.stem
+        dry = out_path is None
+        if not dry and Path(out_path).exists() and not overwrite:
+            info = read_info(out_path)
+            runs.append(CollectStats(name, info.num_demos, 0, 0.0, 0.0, path=Path(out_path), skipped=True))
+            continue
+        job = _Job(
+            task_file=str(task_file),
+            name=name,
+            bddl_text=task_file.read_text(),
+            problem_info={"problem_name": spec.problem_class, "language_instruction": spec.language},
+            partial=None if dry else str(Path(out_path)) + PARTIAL_SUFFIX,
+            seed=int(seed),
+            env_kwargs=asdict(EnvConfig(**{**asdict(env_config), "render": not dry})),
+            max_steps=int(max_steps),
+            max_attempts=1 if dry else int(max_attempts),
+            compression=compression,
+        )
+        settled = {} if dry else _resume(job, overwrite)
+        settled = {i: s for i, s in settled.items() if i < num_demos}
+        runs.append(
+            _TaskRun(job, None if dry else Path(out_path), num_demos,
+                     [i for i in range(num_demos) if i not in settled], settled, len(settled))
+        )
+
+    by_name = {r.job.name: r for r in runs if isinstance(r, _TaskRun)}
+    results: dict[str, CollectStats] = {}
+    for run in by_name.values():
+        if run.resumed and progress:
+            progress(run.job.name, run.resumed, run.requested)
+        if not run.pending:
+            results[run.job.name] = _finish(run)
+    units = [(run.job, i) for run in by_name.values() for i in run.pending]
+    outcomes = _run_units(units, workers)
+    try:
+        for out in outcomes:
+            run = by_name[out["task"]]
+            run.settled[out["index"]] = {k: out[k] for k in ("kept", "attempts", "length")}
+            if progress:
+                progress(run.job.name, len(run.settled), run.requested)
+            if len(run.settled) == run.requested:
+                results[run.job.name] = _finish(run)
+    finally:
+        outcomes.close()  # stops the workers now, also when this raises or is interrupted
+    return [r if isinstance(r, CollectStats) else results[r.job.name] for r in runs]
 
 
 def collect_task(
@@ -64,70 +500,16 @@ def collect_task(
     env_config: EnvConfig | None = None,
     max_steps: int = 400,
     progress=None,
+    *,
+    workers: int = 1,
+    max_attempts: int = MAX_ATTEMPTS,
 ) -> CollectStats:
-    """Collect `num_demos` successful expert demos of one task into `out_path` (None: dry run, nothing written).
+    """Collect `num_demos` successful expert demos of one task into `out_path` (None: dry run).
 
-    Args:
-        task_file: the task's .bddl file.
-        out_path: the HDF5 file to write (atomically); None runs the expert without recording.
-        num_demos: successful demos wanted (or, for a dry run, episodes to try).
-        seed: collection seed; with the task and demo index it fixes every demo.
-        env_config: simulation and image settings (image size is stored in env_args).
-        max_steps: episode cap for the expert, policy steps.
-        progress: optional callable(task_name, done, total) for progress display.
+    A file already at `out_path` is replaced; an interrupted earlier call with the same settings is
+    resumed. See `collect` for the arguments and errors.
     """
-    env_config = env_config or EnvConfig()
-    dry = out_path is None
-    cfg = EnvConfig(**{**asdict(env_config), "render": not dry})
-    env = LiberoEnv(task_file, cfg)
-    name = Path(task_file).stem
-    kept = attempts = 0
-    lengths: list[int] = []
-    try:
-        writer = None
-        if not dry:
-            text = Path(task_file).read_text()
-            writer = DemoWriter(
-                out_path,
-                env_name=name,
-                problem_info={"problem_name": env.spec.problem_class, "language_instruction": env.spec.language},
-                bddl_file_name=str(task_file),
-                bddl_file_content=text,
-                env_args={"env_name": name, "env_kwargs": asdict(cfg)},
-                generator=EXPERT_VERSION,
-            )
-            writer.__enter__()
-            model_xml = env.model_xml()
-        for index in range(num_demos):
-            for attempt in range(1 if dry else MAX_ATTEMPTS):
-                s = demo_seed(name, index, attempt, seed)
-                attempts += 1
-                success, rec = run_expert_episode(env, s, max_steps, record=not dry)
-                if success:
-                    kept += 1
-                    lengths.append(len(rec["actions"]) if not dry else env.steps)
-                    if writer is not None:
-                        obs = {k: np.stack([o[k] for o in rec["obs"]]) for k in rec["obs"][0]}
-                        writer.add(
-                            Demo(
-                                actions=np.stack(rec["actions"]),
-                                states=np.stack(rec["states"]),
-                                robot_states=np.stack(rec["robot_states"]),
-                                obs=obs,
-                                init_state=rec["init_state"],
-                                model_file=model_xml,
-                                seed=s,
-                            )
-                        )
-                    break
-            if progress:
-                progress(name, index + 1, num_demos)
-        if writer is not None:
-            writer.__exit__(None, None, None)
-    except BaseException as e:
-        if not dry and writer is not None:
-            writer.__exit__(type(e), e, e.__traceback__)
-        raise
-    finally:
-        env.close()
-    return CollectStats(name, kept, attempts, kept / max(attempts, 1), float(np.mean(lengths)) if lengths else 0.0)
+    return collect(
+        [(task_file, out_path)], num_demos, seed, env_config, max_steps,
+        workers=workers, max_attempts=max_attempts, overwrite=True, progress=progress,
+    )[0]

@@ -30,6 +30,19 @@ IMAGE_CONVENTIONS = (IMAGE_CONVENTION, OPENGL_CONVENTION)
 
 COMPRESSIONS = ("gzip", "lzf", None)
 _DEMO_NAME = re.compile(r"^demo_(\d+)$")
+# The attributes of ``data/`` that the layout names; any other attribute there is a statistic of the
+# dataset (lengths, expert success rate, collection seed, ...) and is read into ``DatasetInfo.stats``.
+LAYOUT_ATTRS = (
+    "env_name",
+    "problem_info",
+    "bddl_file_name",
+    "bddl_file_content",
+    "env_args",
+    "num_demos",
+    "total",
+    "image_convention",
+    "generator",
+)
 
 
 @dataclass
@@ -60,13 +73,42 @@ class Demo:
         """Number of steps T."""
         return int(len(self.actions))
 
+    @classmethod
+    def from_record(cls, rec: dict, model_file: str, seed: int | None) -> Demo:
+        """A demo from an episode recorded step by step (see `record_step`)."""
+        return cls(
+            actions=np.stack(rec["actions"]),
+            states=np.stack(rec["states"]),
+            robot_states=np.stack(rec["robot_states"]),
+            obs={k: np.stack([o[k] for o in rec["obs"]]) for k in rec["obs"][0]},
+            init_state=rec["init_state"],
+            model_file=model_file,
+            seed=seed,
+        )
+
+
+def new_record(init_state: np.ndarray) -> dict:
+    """An empty step-by-step episode record starting from `init_state`."""
+    return {"obs": [], "actions": [], "states": [], "robot_states": [], "init_state": init_state}
+
+
+def record_step(rec: dict, env, obs: dict, action: np.ndarray) -> None:
+    """Append what the layout stores of one step: the observation and state before `action`, and it."""
+    rec["obs"].append(obs)
+    rec["states"].append(env.get_state())
+    rec["robot_states"].append(env.robot_state())
+    rec["actions"].append(action)
+
 
 @dataclass
 class DatasetInfo:
     """The dataset-level attributes of one demo file.
 
     Dict attributes missing from a file read as ``{}``; other missing attributes read as None
-    (files made by LIBERO or robomimic lack ``generator`` and ``image_convention``).
+    (files made by LIBERO or robomimic lack ``generator`` and ``image_convention``). ``stats`` holds
+    every other attribute of ``data/`` as plain Python values (lists for arrays): the writer's
+    ``demo_lengths``, ``length_mean``/``length_min``/``length_max``, and what the collector adds
+    (``expert_success_rate``, ``attempts``, ``collect_seed``, ``image_size``, ...).
     """
 
     path: Path
@@ -79,6 +121,7 @@ class DatasetInfo:
     total: int = 0
     image_convention: str | None = None
     generator: str | None = None
+    stats: dict = field(default_factory=dict)
 
 
 class DemoWriter:
@@ -87,6 +130,9 @@ class DemoWriter:
     Use as a context manager: ``with DemoWriter(path, ...) as w: w.add(demo)``. Everything goes to a
     temporary file in the destination folder that is renamed to ``path`` only on a clean close; if the
     with-block raises, the temporary file is removed and a file already at ``path`` is left untouched.
+    On close, the demo lengths and their mean, min and max are written into the attributes of
+    ``data/`` (``demo_lengths``, ``length_mean``, ``length_min``, ``length_max``); `set_attrs` adds
+    more statistics.
 
     Args:
         path: destination ``.hdf5`` file; its folder is created if needed.
@@ -117,6 +163,7 @@ class DemoWriter:
         self.compression = compression
         self._num_demos = 0
         self._total = 0
+        self._lengths: list[int] = []
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
         os.close(fd)
@@ -195,12 +242,47 @@ class DemoWriter:
                 )
             else:
                 obs_grp.create_dataset(key, data=arr)
-        self._num_demos += 1
-        self._total += T
+        self._count(T)
         return index
 
+    def copy_demo(self, path: str | os.PathLike, name: str = "demo_0") -> int:
+        """Copy demo group ``data/<name>`` of another demo file in as the next ``data/demo_<i>``; return i.
+
+        The group is copied as stored (compressed chunks are not re-encoded), so a demo written to a file
+        of its own and copied here is identical to one added directly.
+        """
+        if self._file is None:
+            raise ValueError(f"DemoWriter for {self.path} is already closed")
+        with _open(path) as src:
+            if name not in src["data"] or "actions" not in src["data"][name]:
+                raise LiberoError(f"demo file {path}: no demo data/{name} with actions")
+            grp = src["data"][name]
+            T = int(grp.attrs.get("num_samples", len(grp["actions"])))
+            index = self._num_demos
+            src.copy(grp, self._file["data"], name=f"demo_{index}")
+        self._count(T)
+        return index
+
+    def _count(self, steps: int) -> None:
+        self._num_demos += 1
+        self._total += steps
+        self._lengths.append(steps)
+
+    def set_attrs(self, attrs: dict[str, Any]) -> None:
+        """Add dataset-level attributes (statistics) to ``data/``; dicts are stored as JSON text.
+
+        The layout's own attributes (``env_name``, ``num_demos``, ...) cannot be set this way.
+        """
+        if self._file is None:
+            raise ValueError(f"DemoWriter for {self.path} is already closed")
+        clash = sorted(set(attrs) & set(LAYOUT_ATTRS))
+        if clash:
+            raise ValueError(f"attributes {clash} belong to the layout and are set by the writer")
+        for key, value in attrs.items():
+            self._file["data"].attrs[key] = json.dumps(value) if isinstance(value, dict) else value
+
     def close(self) -> None:
-        """Write the totals and move the file into place under its final name."""
+        """Write the totals and length statistics and move the file into place under its final name."""
         if self._file is None:
             return
         try:
@@ -208,8 +290,18 @@ class DemoWriter:
             data.attrs["num_demos"] = self._num_demos
             data.attrs["total"] = self._total
             data.attrs["image_convention"] = IMAGE_CONVENTION
+            if self._lengths:
+                lengths = np.asarray(self._lengths, dtype=np.int64)
+                data.attrs["demo_lengths"] = lengths
+                data.attrs["length_mean"] = float(lengths.mean())
+                data.attrs["length_min"] = int(lengths.min())
+                data.attrs["length_max"] = int(lengths.max())
             self._file.close()
             self._file = None
+            # mkstemp made the temporary file private (0600); the dataset gets the usual permissions.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self._tmp_path, 0o666 & ~umask)
             os.replace(self._tmp_path, self.path)
         except BaseException:
             self.abort()
@@ -259,6 +351,17 @@ def _json_attr(path: Path, attrs: h5py.AttributeManager, key: str) -> dict:
     return value
 
 
+def _plain(value: Any) -> Any:
+    """An attribute value as plain Python: str for text, list for arrays, int/float for numbers."""
+    if isinstance(value, (bytes, str)):
+        return _text(value)
+    if isinstance(value, np.ndarray):
+        return value.item() if value.shape == () else value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 def _demo_names(data: h5py.Group) -> list[str]:
     """Demo group names in index order (demo_2 before demo_10)."""
     found = [(int(m.group(1)), name) for name in data.keys() if (m := _DEMO_NAME.match(name))]
@@ -295,6 +398,7 @@ def _info(path: Path, data: h5py.Group) -> DatasetInfo:
         total=total,
         image_convention=convention,
         generator=opt("generator"),
+        stats={k: _plain(attrs[k]) for k in attrs.keys() if k not in LAYOUT_ATTRS},
     )
 
 
@@ -309,6 +413,16 @@ def read_info(path: str | os.PathLike) -> DatasetInfo:
     path = Path(path)
     with _open(path) as f:
         return _info(path, f["data"])
+
+
+def demo_names(path: str | os.PathLike) -> list[str]:
+    """The demo group names of a file in the order `read_demos` reads them (demo_2 before demo_10).
+
+    Raises:
+        LiberoError: the file is missing, is not HDF5, or lacks ``data``.
+    """
+    with _open(path) as f:
+        return _demo_names(f["data"])
 
 
 def read_demos(

@@ -189,3 +189,47 @@ def test_missing_data_group_or_key_is_named(tmp_path):
         del f["data/demo_0/actions"]
     with pytest.raises(LiberoError, match=r"task\.hdf5.*'actions'"):
         read_demos(path)
+
+
+def test_length_statistics_and_extra_attributes_are_stored(tmp_path):
+    path = tmp_path / "task.hdf5"
+    with DemoWriter(path, **HEADER) as w:
+        for T in (5, 3, 4):
+            w.add(make_demo(T, size=2))
+        w.set_attrs({"expert_success_rate": 0.75, "collect_seed": 3, "failed_demo_indices": np.zeros(0, int),
+                     "settings": {"a": 1}})
+        with pytest.raises(ValueError, match="num_demos"):
+            w.set_attrs({"num_demos": 9})
+    stats = read_info(path).stats
+    assert stats["demo_lengths"] == [5, 3, 4]
+    assert (stats["length_mean"], stats["length_min"], stats["length_max"]) == (4.0, 3, 5)
+    assert stats["expert_success_rate"] == 0.75 and stats["collect_seed"] == 3
+    assert stats["failed_demo_indices"] == [] and json.loads(stats["settings"]) == {"a": 1}
+    assert "num_demos" not in stats and "generator" not in stats
+
+
+def test_copied_demo_is_identical_to_an_added_one(tmp_path):
+    demos = [make_demo(4, seed=1), make_demo(3, seed=2)]
+    for i, d in enumerate(demos):
+        write(tmp_path / f"one_{i}.hdf5", [d])
+    with DemoWriter(tmp_path / "copied.hdf5", **HEADER) as w:
+        assert [w.copy_demo(tmp_path / f"one_{i}.hdf5") for i in range(2)] == [0, 1]
+    write(tmp_path / "added.hdf5", demos)
+    with h5py.File(tmp_path / "copied.hdf5") as a, h5py.File(tmp_path / "added.hdf5") as b:
+        for name in ("demo_0", "demo_1"):
+            assert dict(a["data"][name].attrs).keys() == dict(b["data"][name].attrs).keys()
+            for key in ("actions", "states", "obs/agentview_rgb", "rewards"):
+                np.testing.assert_array_equal(a["data"][name][key][()], b["data"][name][key][()])
+    info = read_info(tmp_path / "copied.hdf5")
+    assert (info.num_demos, info.total, info.stats["demo_lengths"]) == (2, 7, [4, 3])
+
+
+def test_written_file_is_not_private(tmp_path):
+    import os
+
+    umask = os.umask(0o022)
+    try:
+        write(tmp_path / "task.hdf5", [make_demo(2, size=2)])
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "task.hdf5").stat().st_mode & 0o777 == 0o644

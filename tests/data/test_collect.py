@@ -1,0 +1,175 @@
+"""Expert collection: the same files with any number of workers, resuming after an interruption or a kill,
+dataset statistics, demo indices that fail, and the command's errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from libero_ll.cli import main
+from libero_ll.data.collect import PARTIAL_SUFFIX, collect
+from libero_ll.data.hdf5 import read_demos, read_info
+from libero_ll.errors import LiberoError
+
+NUM_DEMOS = 2
+MAX_STEPS = 250
+
+
+def test_two_workers_write_the_same_file_as_one(reference_demos, small_env_config, assert_same_contents,
+                                                tmp_path):
+    ref, ref_stats = reference_demos
+    path = tmp_path / ref.name
+    [stats] = collect([(_task(ref), path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS,
+                      workers=2)
+    assert (stats.kept, stats.attempts, stats.lengths) == (ref_stats.kept, ref_stats.attempts,
+                                                           ref_stats.lengths)
+    assert_same_contents(ref, path)
+    assert path.read_bytes() == ref.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [ref.name]
+
+
+def test_interrupted_collection_resumes_to_the_same_file(reference_demos, small_env_config,
+                                                         assert_same_contents, tmp_path):
+    ref, _ = reference_demos
+    path = tmp_path / ref.name
+
+    def stop_after_first(name, settled, requested):
+        raise KeyboardInterrupt  # Ctrl-C right after demo 0 is settled
+
+    with pytest.raises(KeyboardInterrupt):
+        collect([(_task(ref), path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS,
+                progress=stop_after_first)
+    partial = Path(str(path) + PARTIAL_SUFFIX)
+    assert not path.exists() and (partial / "demo_0.hdf5").exists()
+
+    calls = []
+    [stats] = collect([(_task(ref), path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS,
+                      progress=lambda *a: calls.append(a))
+    assert stats.resumed == 1 and calls[0] == (_task(ref).stem, 1, NUM_DEMOS)
+    assert_same_contents(ref, path)
+    assert path.read_bytes() == ref.read_bytes()
+    assert not partial.exists()
+
+
+def test_killed_collection_resumes_with_the_same_command(reference_demos, collect_args, assert_same_contents,
+                                                         tmp_path, capsys):
+    ref, _ = reference_demos
+    args = [*collect_args, "--out", str(tmp_path)]
+    partial = tmp_path / (ref.name + PARTIAL_SUFFIX)
+    proc = subprocess.Popen([sys.executable, "-m", "libero_ll.cli", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    try:
+        deadline = time.time() + 120
+        while not (partial / "demo_0.hdf5").exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, "the collection ended before it could be killed"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not (tmp_path / ref.name).exists()
+
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "2/2 demos kept, 1 resumed" in out
+    assert_same_contents(ref, tmp_path / ref.name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [ref.name]
+
+
+def test_file_holds_collection_statistics(reference_demos):
+    from libero_ll.experts.expert import EXPERT_VERSION
+
+    ref, stats = reference_demos
+    info = read_info(ref)
+    lengths = [len(d.actions) for d in read_demos(ref, obs_keys=["agentview_rgb"])]
+    assert info.stats["demo_lengths"] == lengths == stats.lengths
+    assert info.stats["length_mean"] == pytest.approx(np.mean(lengths)) == stats.mean_length
+    assert (info.stats["length_min"], info.stats["length_max"]) == (min(lengths), max(lengths))
+    assert info.stats["attempts"] == stats.attempts >= NUM_DEMOS
+    assert info.stats["expert_success_rate"] == pytest.approx(NUM_DEMOS / stats.attempts)
+    assert info.stats["demos_requested"] == NUM_DEMOS and info.stats["failed_demo_indices"] == []
+    assert (info.stats["collect_seed"], info.stats["image_size"]) == (0, 32)
+    assert info.stats["max_steps"] == MAX_STEPS
+    assert info.generator == EXPERT_VERSION and info.num_demos == NUM_DEMOS
+    with h5py.File(ref) as f:
+        assert f["data/demo_0/obs/agentview_rgb"].shape[1:] == (32, 32, 3)
+        # states[t] is the state before action t; the first is the initial state.
+        np.testing.assert_array_equal(f["data/demo_0/states"][0], f["data/demo_0"].attrs["init_state"])
+
+
+def test_demo_that_fails_every_attempt_is_reported_and_no_empty_file_is_written(bowl_task, tmp_path, capsys):
+    args = ["collect", "--task", str(bowl_task), "--demos", "1", "--image-size", "16", "--robot-mesh",
+            "collision", "--max-steps", "3", "--max-attempts", "2", "--out", str(tmp_path)]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "expert success 0% (0/2), 0/1 demos kept" in out
+    assert f"warning: {bowl_task.stem}: demo indices 0 failed all 2 attempts" in out
+    assert f"error: no demo kept for {bowl_task.stem}" in out
+    assert not (tmp_path / f"{bowl_task.stem}.hdf5").exists()
+
+
+def test_existing_file_is_kept_unless_overwrite(reference_demos, collect_args, tmp_path, capsys):
+    ref, _ = reference_demos
+    shutil.copy(ref, tmp_path / ref.name)
+    before = (tmp_path / ref.name).read_bytes()
+    assert main([*collect_args, "--out", str(tmp_path)]) == 0
+    assert "exists, skipped (--overwrite to redo)" in capsys.readouterr().out
+    assert (tmp_path / ref.name).read_bytes() == before
+
+
+def test_unfinished_collection_with_other_settings_is_not_mixed_in(reference_demos, collect_args, tmp_path,
+                                                                   capsys):
+    ref, _ = reference_demos
+    partial = tmp_path / (ref.name + PARTIAL_SUFFIX)
+    partial.mkdir()
+    (partial / "collection.json").write_text('{"seed": 7}')
+    assert main([*collect_args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {partial}: an unfinished collection made with other settings" in err and "seed" in err
+    assert (partial / "collection.json").read_text() == '{"seed": 7}'
+
+
+def test_dry_run_with_workers(bowl_task, capsys):
+    assert main(["collect", "--task", str(bowl_task), "--demos", "2", "--dry-run", "--workers", "2",
+                 "--max-steps", str(MAX_STEPS)]) == 0
+    out = capsys.readouterr().out
+    assert f"{bowl_task.stem}: expert success 100% (2/2)" in out and "[dry run]" in out
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--task", "nowhere.bddl"], "task file nowhere.bddl does not exist"),
+        (["--suite", "no_such_suite"], "unknown suite 'no_such_suite'"),
+        (["--suite", "quickstart", "--tasks", "no_such_task"], "unknown tasks ['no_such_task']"),
+        (["--task", "{task}", "--workers", "0"], "the number of workers must be at least 1, got 0"),
+        (["--task", "{task}", "--demos", "0"], "the number of demos must be at least 1, got 0"),
+        (["--task", "{task}", "--max-attempts", "0"], "the number of max attempts must be at least 1"),
+        (["--task", "{task}", "--tasks", "x"], "--tasks names tasks within a suite"),
+        ([], "give either --suite NAME or --task FILE"),
+    ],
+)
+def test_bad_input_is_a_clean_error(extra, message, bowl_task, tmp_path, capsys):
+    args = ["collect", *[a.replace("{task}", str(bowl_task)) for a in extra], "--out", str(tmp_path)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_library_rejects_bad_arguments(bowl_task, tmp_path):
+    with pytest.raises(LiberoError, match="workers"):
+        collect([(bowl_task, tmp_path / "x.hdf5")], 1, workers=0)
+
+
+def _task(ref: Path) -> Path:
+    """The task file of the reference collection."""
+    return Path(read_info(ref).bddl_file_name)
