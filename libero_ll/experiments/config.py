@@ -19,12 +19,14 @@ class DataConfig:
         demos_per_task: demos used (and collected when missing) per task.
         collect_seed: seed of the expert's collection.
         expert_max_steps: episode cap for the expert, policy steps.
+        collect_workers: processes collecting missing demos at once (the demos do not depend on it).
     """
 
     dir: str = "datasets/quickstart"
     demos_per_task: int = 50
     collect_seed: int = 0
     expert_max_steps: int = 400
+    collect_workers: int = 1
 
 
 @dataclass

@@ -396,24 +396,24 @@ def _load_state(run_dir: Path) -> dict | None:
 
 
 def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
-    from libero_ll.data.collect import collect_task
+    from libero_ll.data.collect import collect
     from libero_ll.data.dataset import load_task_data
 
     data_dir = Path(cfg.data.dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    for task in tasks:
-        path = data_dir / f"{task.stem}.hdf5"
-        if path.exists():
-            continue
+    missing = [(t, data_dir / f"{t.stem}.hdf5") for t in tasks if not (data_dir / f"{t.stem}.hdf5").exists()]
+    if missing:
         t0 = time.time()
-        stats = collect_task(
-            task, path, int(cfg.data.demos_per_task), int(cfg.data.collect_seed), env_cfg,
-            max_steps=int(cfg.data.expert_max_steps),
+        stats = collect(
+            missing, int(cfg.data.demos_per_task), int(cfg.data.collect_seed), env_cfg,
+            max_steps=int(cfg.data.expert_max_steps), workers=int(cfg.data.collect_workers),
         )
-        log(
-            f"collected {stats.kept} demos of {task.stem} in {time.time() - t0:.0f}s "
-            f"(expert success {stats.success_rate:.0%}, mean length {stats.mean_length:.0f})"
-        )
+        for s in stats:
+            log(f"collected {s.kept} demos of {s.task} (expert success {s.success_rate:.0%}, "
+                f"mean length {s.mean_length:.0f})")
+            if s.path is None or not Path(s.path).exists():
+                raise LiberoError(f"the expert kept no demo of {s.task}; see `libero-ll collect --dry-run`")
+        log(f"collected the demos of {len(missing)} tasks in {time.time() - t0:.0f}s")
     obs_keys = policy.image_keys + policy.lowdim_keys
     task_data = [
         load_task_data(data_dir / f"{t.stem}.hdf5", k, embs[k], obs_keys, int(cfg.data.demos_per_task))
@@ -493,6 +493,8 @@ def check_components(cfg, check_init: bool = True) -> None:
             raise LiberoError(f"learner.by_name.{name}: {e}") from None
     if int(cfg.eval.workers) < 1:
         raise LiberoError(f"eval.workers must be at least 1, got {cfg.eval.workers}")
+    if int(cfg.data.collect_workers) < 1:
+        raise LiberoError(f"data.collect_workers must be at least 1, got {cfg.data.collect_workers}")
     suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     if check_init and cfg.init_from:
         resolve_init_from(str(cfg.init_from))

@@ -69,3 +69,5 @@ def test_bad_worker_count_is_an_error(make_smoke_config, tmp_path):
 
     with pytest.raises(LiberoError, match="eval.workers"):
         check_components(make_smoke_config(tmp_path, tmp_path, "eval.workers=0"))
+    with pytest.raises(LiberoError, match="data.collect_workers"):
+        check_components(make_smoke_config(tmp_path, tmp_path, "data.collect_workers=0"))
