@@ -19,12 +19,19 @@ import math
 import numpy as np
 
 from libero_ll.assets.categories import get_model
+from libero_ll.assets.fixtures import HANDLE_STANDOFF
 from libero_ll.experts.skills import hand_down_rotation, nearest_equivalent_yaw
 
 CLOSED, OPEN = 1.0, -1.0
 # How far past the threshold a part is driven, metres or radians.
-DRAWER_PULL_TO = 0.13
+DRAWER_PULL_TO = 0.155
 DOOR_PULL_TO = 1.35
+# A door is pushed shut at this fraction of the way from its hinge to its handle...
+DOOR_PUSH_AT = 0.75
+# ... and this far above the handle (the door's top edge is 12.8 cm above it).
+DOOR_PUSH_HIGH = 0.105
+# A door is pushed towards this angle (past shut: the hand lags behind the path), radians.
+DOOR_PUSH_TO = -0.3
 KNOB_ON_TO = 1.0
 ABOVE = 0.09
 
@@ -58,9 +65,14 @@ def _rot_z(angle: float) -> np.ndarray:
 HOOK_PITCH = 0.3
 # The finger pads' centre sits this far behind the bar's axis (hooking) or in front of it (pushing).
 HOOK_DEPTH = 0.02
-# Before hooking, the pads come down this far in front of the bar and this far below it.
-HOOK_FRONT = 0.05
-HOOK_UNDER = 0.025
+# Pinching a bar: the open hand lines up this far in front of it, then comes in until the pads'
+# centre is this far behind the bar's axis, and closes for this many steps.
+PINCH_APPROACH = 0.1
+PINCH_DEPTH = 0.004
+PINCH_CLOSE_STEPS = 10
+# How far the pinching hand points below the horizontal, radians: a fully horizontal hand drives
+# the Panda's wrist to a joint limit.
+PINCH_PITCH = 0.12
 
 
 def _hook_hand(env, toward: np.ndarray) -> np.ndarray:
@@ -72,42 +84,68 @@ def _hook_hand(env, toward: np.ndarray) -> np.ndarray:
     return np.stack([x, np.cross(z, x), z], axis=1)
 
 
-def _work_handle(env, handle: np.ndarray, out: np.ndarray, path, pulling: bool) -> list:
-    """Hook behind a handle (pulling) or rest against its front (pushing), then follow `path`.
+def _pinch_hand(toward: np.ndarray, pitch: float, side: float) -> np.ndarray:
+    """A hand pointing along `toward` and `pitch` radians below it, fingers closing across a horizontal bar.
+
+    The fingers close in the vertical plane through `toward`, so that the hand's width (about
+    20 cm along the closing direction) stays in front of the face the bar stands on. `side` is the
+    handle's y in the world (the robot stands at y = 0).
+    """
+    toward = toward / np.linalg.norm(toward)
+    up = np.array([0, 0, 1.0])
+    c, s = math.cos(pitch), math.sin(pitch)
+    z = c * toward - s * up
+    # Of the two equivalent closing directions, the one that keeps the Panda's wrist joints away
+    # from their limits depends on which side of the robot the handle is (found by trying both).
+    sign = 1.0 if side < 0 else -1.0
+    x = sign * (s * toward + c * up)
+    return np.stack([x, np.cross(z, x), z], axis=1)
+
+
+def _follow(handle: np.ndarray, start: np.ndarray, hand: np.ndarray, path, grip: float, n: int = 8) -> tuple[list, np.ndarray, np.ndarray]:
+    """Waypoints that carry the hand (at `start`, rotation `hand`) along with the handle's `path`."""
+    way, last, turn = [], start, np.eye(3)
+    for k in range(1, n + 1):
+        shift, turn = path(k, n)
+        last = handle + shift + turn @ (start - handle)
+        way.append(("move", last, turn @ hand, grip))
+    return way, last, turn
+
+
+def _work_handle(env, handle: np.ndarray, out: np.ndarray, path, pulling: bool, rng=None) -> list:
+    """Pinch a handle's bar and pull it along `path`, or rest the closed fingers on its front and push.
+
+    Pulling: the hand points horizontally into the face, comes straight in with the fingers open
+    above and below the bar (so that no other handle above or below is in the way), closes on it
+    and follows the path. Pushing: the hand, pointing down and leaning towards the face, rests its
+    closed fingers against the front of the bar and follows the path.
 
     Args:
         handle: the bar's centre now; out: horizontal unit vector out of the face it stands on.
         path: callable(k, n) → (offset of the handle after step k of n, rotation about z of step k).
     """
     up = np.array([0, 0, ABOVE])
-    start = handle - out * HOOK_DEPTH if pulling else handle + out * HOOK_DEPTH
-    hand = _hook_hand(env, -out)
     if pulling:
-        # Come down in front of the handles (not through the gaps of the ones above), pass under the
-        # bar, and rise behind it.
-        below = np.array([0, 0, -HOOK_UNDER])
-        front = handle + out * HOOK_FRONT
+        # Turn the wrist while the hand still points down, then tip it towards the face: turning
+        # both at once swings the Panda's forearm to a joint limit.
+        hand = _pinch_hand(-out, PINCH_PITCH, handle[1])
+        front = handle + out * PINCH_APPROACH
+        grip = handle - out * PINCH_DEPTH
         way = [
-            ("move", front + up, hand, CLOSED),
-            ("move", front + below, hand, CLOSED),
-            ("move", start + below, hand, CLOSED),
-            ("move", start, hand, CLOSED),
+            ("move", front + up, _pinch_hand(-out, math.pi / 2, handle[1]), OPEN),
+            ("move", front, hand, OPEN),
+            ("move", grip, hand, OPEN),
+            ("hold", PINCH_CLOSE_STEPS, hand, CLOSED),
         ]
-    else:
-        way = [("move", start + up, hand, CLOSED), ("move", start, hand, CLOSED)]
-    n = 8
-    last = start
-    for k in range(1, n + 1):
-        shift, turn = path(k, n)
-        last = handle + shift + turn @ (start - handle)
-        way.append(("move", last, turn @ hand, CLOSED))
-    _, turn = path(n, n)
-    if pulling:
-        way.append(("move", last + up, turn @ hand, CLOSED))
-    else:
-        back = last + turn @ out * 0.04
-        way += [("move", back, turn @ hand, CLOSED), ("move", back + up, turn @ hand, CLOSED)]
-    return way
+        follow, last, turn = _follow(handle, grip, hand, path, CLOSED)
+        back = last + turn @ out * PINCH_APPROACH
+        return way + follow + [("hold", 6, turn @ hand, OPEN), ("move", back, turn @ hand, OPEN)]
+    start = handle + out * HOOK_DEPTH
+    hand = _hook_hand(env, -out)
+    way = [("move", start + up, hand, CLOSED), ("move", start, hand, CLOSED)]
+    follow, last, turn = _follow(handle, start, hand, path, CLOSED)
+    back = last + turn @ out * 0.04
+    return way + follow + [("move", back, turn @ hand, CLOSED), ("move", back + up, turn @ hand, CLOSED)]
 
 
 def drawer(env, inst: str, part: str, opening: bool, rng) -> list:
@@ -129,13 +167,25 @@ def door(env, inst: str, part: str, opening: bool, rng) -> list:
     handle = handle + rot[:, 1] * rng.uniform(-0.015, 0.015)
     q = env.geometry.joint_value(inst, part)
     sign = float((rot @ np.array(joint.axis))[2])  # +1: opening turns counter-clockwise seen from above
-    dq = (DOOR_PULL_TO if opening else -0.08) - q
+    dq = (DOOR_PULL_TO if opening else DOOR_PUSH_TO) - q
 
     def path(k, n):
         turn = _rot_z(sign * dq * k / n)
         return turn @ (handle - hinge) + hinge - handle, turn
 
-    return _work_handle(env, handle, rot[:, 0], path, opening)
+    if opening:
+        return _work_handle(env, handle, rot[:, 0], path, pulling=True)
+    # Shut, the finger tips push the door's outer face just below its top edge, so that the hand
+    # (20 cm wide along the door) passes above the handle and the appliance's top: the handle of a
+    # wide-open door is out of the Panda's reach.
+    local = rot.T @ (handle - hinge)
+    contact = hinge + rot @ np.array([local[0] - HANDLE_STANDOFF + 0.015, DOOR_PUSH_AT * local[1], local[2] + DOOR_PUSH_HIGH])
+
+    def push_path(k, n):
+        turn = _rot_z(sign * dq * k / n)
+        return turn @ (contact - hinge) + hinge - contact, turn
+
+    return _work_handle(env, contact, rot[:, 0], push_path, pulling=False)
 
 
 def knob(env, inst: str, part: str, turning_on: bool, rng) -> list:

@@ -16,9 +16,10 @@ from libero_ll.bddl.spec import Predicate
 from libero_ll.errors import LiberoError
 from libero_ll.envs.placement import joint_target, owner_of
 from libero_ll.experts.articulation import articulation_waypoints
-from libero_ll.experts.skills import hand_down_rotation, nearest_equivalent_yaw, servo
+from libero_ll.experts.push import push_waypoints
+from libero_ll.experts.skills import POS_SCALE, hand_down_rotation, nearest_equivalent_yaw, servo
 
-EXPERT_VERSION = "scripted-expert 0.2"
+EXPERT_VERSION = "scripted-expert 0.3"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -28,6 +29,16 @@ CLOSE_STEPS = 8
 OPEN_STEPS = 6
 POS_TOL = 0.008
 ROT_TOL = 0.08
+# A carried object's bottom passes this far above whatever stands near its path, metres, but the
+# hand goes no higher than MAX_CARRY_ABOVE_BASE above the robot's base (out of reach beyond).
+PASS_OVER = 0.03
+MAX_CARRY_ABOVE_BASE = 0.45
+# Objects held more than OFF_CENTRE metres from their centre of mass are carried at this speed (units of
+# position action).
+OFF_CENTRE = 0.08
+CARRY_SPEED_OFF_CENTRE = 0.25
+# An object put into a drawer stays this far from the drawer's front wall, metres.
+DRAWER_EDGE_GAP = 0.008
 # A waypoint the hand cannot reach exactly (an object in the way) is given up after this many steps.
 WAYPOINT_BUDGET = 60
 
@@ -35,6 +46,14 @@ WAYPOINT_BUDGET = 60
 @dataclass
 class PickPlace:
     """Move `obj` so that `goal` holds: pick it by its grasp hint and release it at the target."""
+
+    obj: str
+    goal: Predicate
+
+
+@dataclass
+class Push:
+    """Slide `obj` along the surface so that `goal` (On a region) holds: for things the hand cannot pick up."""
 
     obj: str
     goal: Predicate
@@ -53,10 +72,16 @@ class Articulate:
 def plan(goal_predicates: list[Predicate], instances: dict[str, str], holds=None) -> list:
     """Order the skills that make a conjunction of goal atoms hold.
 
-    Goal atoms are handled in their order in the goal, with two rules: something that goes into a
-    drawer or the microwave has that drawer or door opened first (if it is not open already), and a
-    Close of that drawer or door in the goal comes after everything that goes into it. Atoms that
-    already hold at planning time (`holds(atom)` true) are skipped, except placements.
+    Goal atoms are handled in their order in the goal, with these rules:
+    - something that goes into a drawer or the microwave has that drawer or door opened first (if
+      it is not open already);
+    - a Close in the goal of a drawer or door that something goes into comes after everything that
+      goes into it (other Close atoms keep their place);
+    - an object put on another object that is itself moved by the goal is put there after that one
+      has been moved (stack on the bowl once the bowl is in the tray);
+    - an object the hand cannot pick up (no grasp hint, a plate) is pushed onto its target;
+    - atoms that already hold at planning time (`holds(atom)` true) are skipped, except placements
+      and Close.
 
     Args:
         goal_predicates: the goal's atoms.
@@ -69,8 +94,13 @@ def plan(goal_predicates: list[Predicate], instances: dict[str, str], holds=None
     holds = holds or (lambda p: False)
     steps: list = []
     closes_later: list = []
-    goal_closes = {(p.name, p.args) for p in goal_predicates if p.name == "close"}
-    for p in goal_predicates:
+    placements = [p for p in goal_predicates if p.name in ("on", "in")]
+    filled = set()
+    for p in placements:
+        opener = _container_part(p.args[1], instances)
+        if opener is not None:
+            filled.add(opener[:2])
+    for p in _placements_in_order(goal_predicates):
         if p.name in ("on", "in"):
             opener = _container_part(p.args[1], instances)
             if opener is not None:
@@ -78,19 +108,37 @@ def plan(goal_predicates: list[Predicate], instances: dict[str, str], holds=None
                 open_atom = Predicate("open", (atom_arg,))
                 if not holds(open_atom) and not any(isinstance(s, Articulate) and s.part == part and s.inst == inst for s in steps):
                     steps.append(Articulate(inst, part, kind, open_atom))
-            steps.append(PickPlace(p.args[0], p))
+            graspable = get_model(instances[p.args[0]]).grasp is not None
+            steps.append(PickPlace(p.args[0], p) if graspable or p.name == "in" else Push(p.args[0], p))
         elif p.name in ("open", "close", "turnon", "turnoff"):
             if holds(p) and p.name != "close":
                 continue
             inst, part, kind = joint_target(p, instances)
             step = Articulate(inst, part, kind, p)
-            if p.name == "close" and ("close", p.args) in goal_closes:
+            if p.name == "close" and (inst, part) in filled:
                 closes_later.append(step)
             else:
                 steps.append(step)
         else:
             raise LiberoError(f"the scripted expert cannot achieve {p.name}({', '.join(p.args)}) yet")
     return steps + closes_later
+
+
+def _placements_in_order(goal_predicates: list[Predicate]) -> list[Predicate]:
+    """The goal's atoms with each placement onto a moved object after the placement of that object."""
+    moved = {p.args[0]: p for p in goal_predicates if p.name in ("on", "in")}
+    out: list[Predicate] = []
+
+    def add(p: Predicate, seen: tuple = ()) -> None:
+        if p in out or p in seen:
+            return
+        if p.name in ("on", "in") and p.args[1] in moved:
+            add(moved[p.args[1]], seen + (p,))
+        out.append(p)
+
+    for p in goal_predicates:
+        add(p)
+    return out
 
 
 def _container_part(where: str, instances: dict[str, str]):
@@ -124,6 +172,7 @@ class ScriptedExpert:
         self._stage = 0
         self._counter = 0
         self._wp_steps = 0
+        self._wp_budget = WAYPOINT_BUDGET
         self._load(0)
 
     # ------------------------------------------------------------------ waypoints
@@ -140,37 +189,118 @@ class ScriptedExpert:
         env, g = self.env, self.env.geometry
         inst = env.spec.instances()
         model = get_model(inst[step.obj])
+        if isinstance(step, Push):
+            target_xy, bottom_z = self._target(step, model)
+            pos = g.pos(step.obj)
+            d = target_xy - pos[:2]
+            yaw = math.atan2(g.rot(step.obj)[1, 0], g.rot(step.obj)[0, 0]) - math.atan2(d[1], d[0])
+            reach = abs(math.cos(yaw)) * model.half_size[0] + abs(math.sin(yaw)) * model.half_size[1]
+            surface = pos[2] - model.half_size[2]
+            self._queue = push_waypoints(pos[:2], target_xy, reach, surface, env.robot_proprio()["ee_rot"])
+            return
         if model.grasp is None:
             raise LiberoError(f"the scripted expert does not know how to grasp a {inst[step.obj]}")
         pos, rot = g.pos(step.obj), g.rot(step.obj)
         yaw = math.atan2(rot[1, 0], rot[0, 0])
         c, s = math.cos(yaw), math.sin(yaw)
-        off = np.array([c * model.grasp.offset[0] - s * model.grasp.offset[1], s * model.grasp.offset[0] + c * model.grasp.offset[1]])
-        jitter = self.rng.uniform(-0.004, 0.004, size=2)
         bottom = pos[2] - model.half_size[2]
-        grasp = np.array([pos[0] + off[0] + jitter[0], pos[1] + off[1] + jitter[1], bottom + model.grasp.height])
-        hand_rot = hand_down_rotation(
-            nearest_equivalent_yaw(yaw + model.grasp.across_yaw, env.robot_proprio()["ee_rot"])
-        )
+        grasp_z = bottom + model.grasp.height
+        obstacles = self._obstacles(step.obj, grasp_z)
+        best = None
+        base = np.asarray(env.arena.robot_base[:2])
+        for k, (offset, across) in enumerate(rim_candidates(inst[step.obj], model)):
+            off = np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]])
+            radial = np.array([math.cos(yaw + across), math.sin(yaw + across)])
+            point = pos[:2] + off
+            if k > 0 and np.linalg.norm(point - base) > np.linalg.norm(pos[:2] - base) + 0.01:
+                continue  # the far side of a wall is the edge of the Panda's reach
+            # The hand is 20 cm wide along the closing direction: look a little beyond the pinch too.
+            clear = min(clearance(point, obstacles), clearance(point + radial * 0.05 * np.sign(radial @ off), obstacles))
+            score = min(clear, GRASP_CLEARANCE)
+            if best is None or score > best[0] + 1e-9:
+                best = (score, off, across)
+        _, off, across = best
+        jitter = self.rng.uniform(-0.004, 0.004, size=2)
+        grasp = np.array([pos[0] + off[0] + jitter[0], pos[1] + off[1] + jitter[1], grasp_z])
+        hand_rot = hand_down_rotation(nearest_equivalent_yaw(yaw + across, env.robot_proprio()["ee_rot"]))
         # Where the object's bottom must end up, and hence where the hand goes (the grasp offset is kept).
         target_xy, bottom_z = self._target(step, model)
-        place = np.array(
-            [target_xy[0] + (grasp[0] - pos[0]), target_xy[1] + (grasp[1] - pos[1]), bottom_z + model.grasp.height]
-        )
+        # Turned about the vertical while carried when it would not fit the container as it lies.
+        container = self._container(step)
+        turn = fit_turn(yaw, model, container)
+        if container is not None and _container_part(step.goal.args[1], inst) is not None:
+            # Into a drawer, whose cabinet overhangs its back: the hand (20 cm wide along the
+            # closing direction) closes along the drawer's front so that it stays clear of the cabinet.
+            along_front = math.atan2(container.rot[1, 1], container.rot[0, 1])
+            turn = _wrap_half(along_front - (yaw + across))
+            # ... and puts the object as far out in the drawer as it fits, for the same reason.
+            out = container.rot[:2, 0]
+            a = yaw + turn - math.atan2(out[1], out[0])
+            extent = abs(math.cos(a)) * model.half_size[0] + abs(math.sin(a)) * model.half_size[1]
+            target_xy = target_xy + out * max(0.0, container.half[0] - extent - DRAWER_EDGE_GAP)
+        c, s = math.cos(turn), math.sin(turn)
+        offset = np.array([[c, -s], [s, c]]) @ (grasp[:2] - pos[:2])
+        place = np.array([target_xy[0] + offset[0], target_xy[1] + offset[1], bottom_z + model.grasp.height])
+        place_rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]]) @ hand_rot
         carry_z = max(grasp[2], place[2]) + CARRY_CLEARANCE
+        # High enough that the object's bottom passes over everything standing near its path.
+        owner = owner_of(step.goal.args[1], inst)
+        skip = {step.obj, step.goal.args[1], owner[0] if owner else ""}
+        top = self._highest_top_near(skip, grasp[:2], place[:2], float(np.hypot(*model.half_size[:2])))
+        carry_z = max(carry_z, min(top + model.grasp.height + PASS_OVER, env.arena.robot_base[2] + MAX_CARRY_ABOVE_BASE))
         up = np.array([0, 0, 1.0])
+        # Held far from its centre (a pan by its handle), an object swings out of the fingers when
+        # carried fast.
+        mass_centre = g.data.xipos[g.body_of[step.obj]]
+        carry = CARRY_SPEED_OFF_CENTRE if float(np.hypot(*(grasp[:2] - mass_centre[:2]))) > OFF_CENTRE else None
         self._queue = [
             ("move", grasp + up * APPROACH_HEIGHT, hand_rot, -1.0),
             ("move", grasp, hand_rot, -1.0),
             ("hold", CLOSE_STEPS, hand_rot, 1.0),
-            ("move", np.array([grasp[0], grasp[1], carry_z]), hand_rot, 1.0),
-            ("move", np.array([place[0], place[1], carry_z]), hand_rot, 1.0),
-            ("move", place, hand_rot, 1.0),
-            ("hold", OPEN_STEPS, hand_rot, -1.0),
-            ("move", place + up * APPROACH_HEIGHT, hand_rot, -1.0),
+            ("move", np.array([grasp[0], grasp[1], carry_z]), hand_rot, 1.0, carry),
+            ("move", np.array([place[0], place[1], carry_z]), place_rot, 1.0, carry),
+            ("move", place, place_rot, 1.0, carry),
+            ("hold", OPEN_STEPS, place_rot, -1.0),
+            ("move", place + up * APPROACH_HEIGHT, place_rot, -1.0),
         ]
 
-    def _target(self, step: PickPlace, model) -> tuple[np.ndarray, float]:
+    def _highest_top_near(self, skip: set, a: np.ndarray, b: np.ndarray, radius: float) -> float:
+        """The highest top (z, metres) of the instances but `skip` whose footprints come near the segment a-b.
+
+        The target and the fixture its region belongs to are skipped by the caller: the place
+        height already accounts for them, and a region inside a fixture (a shelf's layer, a
+        drawer) is entered from the front, not over the fixture's top.
+        """
+        top = -np.inf
+        for footprint in self._obstacles(skip, -np.inf):
+            if any(clearance(a + (b - a) * t, [footprint]) < radius + 0.02 for t in np.linspace(0.0, 1.0, 11)):
+                top = max(top, footprint[4])
+        return top
+
+    def _obstacles(self, skip, grasp_z: float) -> list:
+        """Footprints (centre xy, yaw, half x, half y, top z) of the instances (but `skip`) whose tops reach up to the fingers."""
+        g = self.env.geometry
+        skip = {skip} if isinstance(skip, str) else skip
+        out = []
+        for inst, cat in self.env.spec.instances().items():
+            if inst in skip or inst not in g.body_of or inst == g.workspace_name:
+                continue
+            m = get_model(cat)
+            p = g.pos(inst)
+            if m.kind == "workspace" or p[2] + m.half_size[2] < grasp_z - 0.01:
+                continue
+            r = g.rot(inst)
+            out.append((p[:2], math.atan2(r[1, 0], r[0, 0]), m.half_size[0], m.half_size[1], p[2] + m.half_size[2]))
+        return out
+
+    def _container(self, step: PickPlace):
+        """The BoxRegion an In goal puts the object into (None for other goals)."""
+        if step.goal.name != "in":
+            return None
+        return self.env.geometry.site_region(step.goal.args[1])
+
+    def _target(self, step: PickPlace | Push, model) -> tuple[np.ndarray, float]:
+        """Where the moved object's centre goes (x, y) and the height its bottom is released at."""
         g = self.env.geometry
         where = step.goal.args[1]
         jitter = self.rng.uniform(-0.006, 0.006, size=2)
@@ -178,13 +308,37 @@ class ScriptedExpert:
             below = get_model(self.env.spec.instances()[where])
             p = g.pos(where)
             return p[:2] + jitter, p[2] + below.half_size[2] + RELEASE_CLEARANCE
+        if where in g.range_regions:
+            # A region drawn on a surface (the table, or relative to another object): the middle of
+            # one of its ranges, in the frame of the thing it is drawn on.
+            target, ranges = g.range_regions[where]
+            x0, y0, x1, y1 = ranges[int(self.rng.integers(len(ranges)))]
+            origin, rot = g.surface_frame(target)
+            centre = origin + rot @ np.array([(x0 + x1) / 2, (y0 + y1) / 2, 0.0])
+            span = np.minimum([(x1 - x0) / 2, (y1 - y0) / 2], 0.02)
+            return centre[:2] + self.rng.uniform(-1, 1, size=2) * span * 0.5, centre[2] + RELEASE_CLEARANCE
         region = g.site_region(where)
         if region is None:
             raise LiberoError(f"the scripted expert cannot find region {where!r}")
+        xy = free_spot(region, model, self._others_in(region, step.obj), inside=step.goal.name == "in") + jitter
         bottom = region.center[2] - region.half[2]
         if step.goal.name == "in":
-            return region.center[:2] + jitter, bottom + RELEASE_CLEARANCE + 0.02
-        return region.center[:2] + jitter, region.center[2] + region.half[2] + RELEASE_CLEARANCE
+            return xy, bottom + RELEASE_CLEARANCE + 0.02
+        return xy, region.center[2] + region.half[2] + RELEASE_CLEARANCE
+
+    def _others_in(self, region, moved: str) -> list[tuple[np.ndarray, float]]:
+        """(centre xy, radius) of the objects other than `moved` whose centres lie over a region's box."""
+        g = self.env.geometry
+        out = []
+        for inst, cat in self.env.spec.instances().items():
+            if inst == moved or inst not in g.body_of or g.is_fixture(inst):
+                continue
+            p = g.pos(inst)
+            local = region.rot.T @ (p - region.center)
+            if np.all(np.abs(local[:2]) <= region.half[:2] + 0.03):
+                h = get_model(cat).half_size
+                out.append((p[:2], float(min(h[0], h[1]))))
+        return out
 
     # ------------------------------------------------------------------ acting
 
@@ -198,19 +352,23 @@ class ScriptedExpert:
         p = self.env.robot_proprio()
         pos, rot = p["ee_pos"], p["ee_rot"]
         while self._queue:
-            kind, target, hand_rot, grip = self._queue[0]
+            kind, target, hand_rot, grip, *rest = self._queue[0]
+            speed = rest[0] if rest and rest[0] is not None else self.speed
             if kind == "hold":
                 if self._counter < target:
                     self._counter += 1
-                    return servo(pos, rot, pos, hand_rot, grip, self.speed)
+                    return servo(pos, rot, pos, hand_rot, grip, speed)
                 self._counter = 0
                 self._queue.pop(0)
                 continue
             err = np.linalg.norm(target - pos)
             rot_err = np.linalg.norm(_axis_angle(hand_rot @ rot.T))
-            if (err > POS_TOL or rot_err > ROT_TOL) and self._wp_steps < WAYPOINT_BUDGET:
+            if self._wp_steps == 0:
+                # A long or slow move gets the steps it needs at its speed, twice over.
+                self._wp_budget = max(WAYPOINT_BUDGET, int(2 * err / (speed * POS_SCALE)))
+            if (err > POS_TOL or rot_err > ROT_TOL) and self._wp_steps < self._wp_budget:
                 self._wp_steps += 1
-                a = servo(pos, rot, target, hand_rot, grip, self.speed)
+                a = servo(pos, rot, target, hand_rot, grip, speed)
                 a[:3] += self.rng.normal(0.0, self.noise, size=3)
                 return np.clip(a, -1.0, 1.0)
             self._wp_steps = 0
@@ -222,6 +380,123 @@ class ScriptedExpert:
                 return self.act()
         # Everything is done: keep the hand still and open.
         return np.array([0, 0, 0, 0, 0, 0, -1.0])
+
+
+# Round walls (bowls, ramekins, mugs) can be pinched anywhere along them: the number of flat wall
+# boxes around each (the pads meet a flat face at a box's centre), and whether a handle at +x is
+# to be avoided.
+ROUND_RIMS = {
+    "akita_black_bowl": (16, False),
+    "white_bowl": (16, False),
+    "glazed_rim_porcelain_ramekin": (12, False),
+    "porcelain_mug": (12, True),
+    "red_coffee_mug": (12, True),
+    "white_yellow_mug": (12, True),
+}
+# Beyond this clearance (metres) from other things, a pinch point is as good as any.
+GRASP_CLEARANCE = 0.05
+
+
+def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], float]]:
+    """(offset in the model frame, closing angle from the model's x axis) of each way to hold an object.
+
+    The model's own grasp hint comes first; a round wall adds every other wall box it can be
+    pinched at (closing radially), away from a mug's handle.
+    """
+    hint = model.grasp
+    out = [(tuple(hint.offset), hint.across_yaw)]
+    if hint.kind != "rim" or category not in ROUND_RIMS:
+        return out
+    n, handle = ROUND_RIMS[category]
+    # The hint pinches the wall on the -y side: the axis is a radius further along +y.
+    radius = -hint.offset[1]
+    axis = (hint.offset[0], 0.0)
+    for k in range(n):
+        a = 2 * math.pi * k / n
+        if abs(_wrap(a + math.pi / 2)) < 1e-6 or (handle and math.cos(a) > 0.45):
+            continue
+        out.append(((axis[0] + radius * math.cos(a), axis[1] + radius * math.sin(a)), a))
+    return out
+
+
+def clearance(point: np.ndarray, obstacles: list) -> float:
+    """Horizontal distance (metres) from a point to the nearest footprint rectangle; 1 when there is none."""
+    best = 1.0
+    for centre, yaw, hx, hy, *_ in obstacles:
+        c, s = math.cos(yaw), math.sin(yaw)
+        d = point - centre
+        local = np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1]])
+        gap = np.maximum(np.abs(local) - [hx, hy], 0.0)
+        best = min(best, float(np.hypot(*gap)))
+    return best
+
+
+def fit_turn(yaw: float, model, region, margin: float = 0.012) -> float:
+    """The turn about the vertical (radians, within ±pi/2) that lets an object's footprint fit a box region.
+
+    Zero when there is no region or the object fits as it lies (with `margin` to spare on each
+    side); otherwise the smallest turn that aligns the object's sides with the region's so that
+    it fits best.
+
+    Args:
+        yaw: the object's yaw now, radians.
+        model: its model (half sizes).
+        region: the BoxRegion it goes into, or None.
+    """
+    if region is None:
+        return 0.0
+    hx, hy = model.half_size[0], model.half_size[1]
+    region_yaw = math.atan2(region.rot[1, 0], region.rot[0, 0])
+    rx, ry = region.half[0], region.half[1]
+
+    def slack(obj_yaw: float) -> float:
+        a = obj_yaw - region_yaw
+        c, s = abs(math.cos(a)), abs(math.sin(a))
+        return min(rx - (c * hx + s * hy), ry - (s * hx + c * hy))
+
+    if slack(yaw) >= margin:
+        return 0.0
+    candidates = [_wrap(region_yaw + k * math.pi / 2 - yaw) for k in range(4)]
+    return max(candidates, key=lambda t: (round(slack(yaw + t), 4), -abs(t)))
+
+
+def _wrap(a: float) -> float:
+    return (a + math.pi) % (2 * math.pi) - math.pi
+
+
+def _wrap_half(a: float) -> float:
+    """An angle modulo pi, in [-pi/2, pi/2): the parallel gripper closes the same both ways."""
+    return (a + math.pi / 2) % math.pi - math.pi / 2
+
+
+def free_spot(region, model, others: list[tuple[np.ndarray, float]], inside: bool = True, grid: int = 9) -> np.ndarray:
+    """The point of a region's box (x, y, world) where an object of `model` is farthest from `others`.
+
+    Candidates lie on a grid over the box, shrunk by the object's half size where the box allows
+    when the object goes inside (a container's walls), or by a margin when only its centre must
+    lie over the box (On); with nothing else in the region the centre wins.
+
+    Args:
+        region: the BoxRegion (centre, rotation, half extents).
+        model: the model of the object to put there.
+        others: (centre xy, radius) of the things already in the region.
+        inside: whether the whole object must fit in the box (In) or only its centre (On).
+    """
+    half = np.asarray(region.half[:2], dtype=float)
+    if inside:
+        room = np.maximum(half - np.asarray(model.half_size[:2]) * 0.8, half * 0.25)
+    else:
+        room = half * 0.85
+    best, best_score = region.center[:2].copy(), -np.inf
+    radius = float(min(model.half_size[0], model.half_size[1]))
+    for u in np.linspace(-1, 1, grid):
+        for v in np.linspace(-1, 1, grid):
+            xy = region.center[:2] + region.rot[:2, :2] @ (np.array([u, v]) * room)
+            clear = min((float(np.linalg.norm(xy - c)) - r - radius for c, r in others), default=1.0)
+            score = min(clear, 0.03) - 0.01 * float(np.hypot(u, v))
+            if score > best_score:
+                best, best_score = xy, score
+    return best
 
 
 def _axis_angle(rot: np.ndarray) -> np.ndarray:

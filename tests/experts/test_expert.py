@@ -70,3 +70,107 @@ def test_expert_turns_the_knob_and_shuts_a_drawer(tmp_path, goal):
     finally:
         env.close()
     assert ok
+
+
+def test_planner_stacks_on_an_object_after_moving_that_object():
+    from libero_ll.bddl.spec import Predicate
+    from libero_ll.experts.expert import PickPlace, plan
+
+    instances = {
+        "akita_black_bowl_1": "akita_black_bowl",
+        "akita_black_bowl_2": "akita_black_bowl",
+        "wooden_tray_1": "wooden_tray",
+    }
+    goal = [
+        Predicate("on", ("akita_black_bowl_1", "akita_black_bowl_2")),
+        Predicate("in", ("akita_black_bowl_2", "wooden_tray_1_contain_region")),
+    ]
+    steps = plan(goal, instances)
+    assert [s.obj for s in steps] == ["akita_black_bowl_2", "akita_black_bowl_1"]
+    assert all(isinstance(s, PickPlace) for s in steps)
+
+
+def test_planner_keeps_a_close_in_place_when_nothing_goes_into_that_drawer():
+    from libero_ll.bddl.spec import Predicate
+    from libero_ll.experts.expert import plan
+
+    instances = {"white_cabinet_1": "white_cabinet", "akita_black_bowl_1": "akita_black_bowl"}
+    goal = [
+        Predicate("close", ("white_cabinet_1_top_region",)),
+        Predicate("on", ("akita_black_bowl_1", "white_cabinet_1_top_side")),
+    ]
+    steps = plan(goal, instances)
+    assert [(type(s).__name__, s.goal.name) for s in steps] == [("Articulate", "close"), ("PickPlace", "on")]
+
+
+def test_free_spot_keeps_clear_of_what_is_already_in_the_region():
+    import numpy as np
+
+    from libero_ll.assets.categories import get_model
+    from libero_ll.envs.predicates import BoxRegion
+    from libero_ll.experts.expert import free_spot
+
+    region = BoxRegion(np.array([0.0, 0.0, 0.9]), np.eye(3), np.array([0.078, 0.103, 0.06]), "basket_1")
+    soup = get_model("alphabet_soup")
+    alone = free_spot(region, soup, [])
+    np.testing.assert_allclose(alone, [0.0, 0.0], atol=1e-9)
+    spot = free_spot(region, soup, [(np.array([0.0, -0.05]), 0.03)])
+    assert spot[1] > 0.02  # away from the can already at the -y end
+    assert np.all(np.abs(spot) <= region.half[:2])
+
+
+def test_fit_turn_turns_a_book_to_fit_a_narrow_compartment():
+    import math
+
+    import numpy as np
+
+    from libero_ll.assets.categories import get_model
+    from libero_ll.envs.predicates import BoxRegion
+    from libero_ll.experts.expert import fit_turn
+
+    book = get_model("black_book")  # 7.5 cm along its x, 3 cm along its y
+    narrow = BoxRegion(np.zeros(3), np.eye(3), np.array([0.04, 0.13, 0.045]), "desk_caddy_1")
+    turn = fit_turn(0.1, book, narrow)
+    assert abs(abs(0.1 + turn) - math.pi / 2) < 1e-9
+    assert fit_turn(math.pi / 2, book, narrow) == 0.0
+    assert fit_turn(0.3, book, None) == 0.0
+
+
+def test_rim_candidates_go_round_a_bowl_and_avoid_a_mug_handle():
+    import math
+
+    from libero_ll.assets.categories import get_model
+    from libero_ll.experts.expert import rim_candidates
+
+    bowl = rim_candidates("akita_black_bowl", get_model("akita_black_bowl"))
+    assert len(bowl) == 16 and bowl[0][1] == get_model("akita_black_bowl").grasp.across_yaw
+    mug = get_model("porcelain_mug")
+    axis_x = mug.grasp.offset[0]
+    for (x, _), angle in rim_candidates("porcelain_mug", mug)[1:]:
+        assert x - axis_x < 0.45 * -mug.grasp.offset[1] + 1e-9  # never on the handle's side
+        assert abs(math.hypot(x - axis_x, _) + mug.grasp.offset[1]) < 1e-9
+    assert rim_candidates("alphabet_soup", get_model("alphabet_soup")) == [
+        (tuple(get_model("alphabet_soup").grasp.offset), get_model("alphabet_soup").grasp.across_yaw)
+    ]
+
+
+def test_planner_pushes_what_cannot_be_picked_up():
+    from libero_ll.bddl.spec import Predicate
+    from libero_ll.experts.expert import Push, plan
+
+    goal = [Predicate("on", ("plate_1", "kitchen_table_flat_stove_1_front_region"))]
+    steps = plan(goal, {"plate_1": "plate", "flat_stove_1": "flat_stove", "kitchen_table": "kitchen_table"})
+    assert len(steps) == 1 and isinstance(steps[0], Push) and steps[0].obj == "plate_1"
+
+
+def test_push_waypoints_stay_behind_the_object_and_end_at_the_target():
+    import numpy as np
+
+    from libero_ll.experts.push import PUSH_HEIGHT, push_waypoints
+
+    start, target = np.array([0.0, 0.0]), np.array([0.0, 0.2])
+    way = push_waypoints(start, target, 0.1, 0.8, np.eye(3))
+    lows = [w[1] for w in way if abs(w[1][2] - (0.8 + PUSH_HEIGHT)) < 1e-9]
+    assert lows[0][1] < -0.1  # starts behind the far edge from the target
+    assert max(p[1] for p in lows) <= 0.2 - 0.1 + 1e-9  # never passes the object's centre over the target
+    assert np.allclose([p[0] for p in lows], 0.0)

@@ -1,0 +1,63 @@
+"""Pushing along the surface: the skill for things the hand cannot pick up (a plate).
+
+The closed fingers come down just behind the object's far side from the target, at the height of
+its lowest edge, and push it in a straight line until its centre is over the target; the palm
+stays above the object.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from libero_ll.experts.skills import hand_down_rotation, nearest_equivalent_yaw
+
+CLOSED = 1.0
+# The finger pads' centre stays this high above the surface (the finger tips reach 1 cm lower).
+PUSH_HEIGHT = 0.017
+# The fingers start this far behind the object's edge, and the hand first lines up this high above.
+PUSH_BACKOFF = 0.03
+PUSH_ABOVE = 0.1
+# The push goes in steps of about this length (metres) so that the object keeps pace with the hand.
+PUSH_STEP = 0.02
+# Pushing speed cap, units of position action (0.3 = 1.5 cm per control step).
+PUSH_SPEED = 0.3
+
+
+def push_waypoints(start_xy: np.ndarray, target_xy: np.ndarray, radius: float, surface_z: float, ee_rot: np.ndarray) -> list:
+    """Waypoints that push an object lying at `start_xy` until its centre reaches `target_xy`.
+
+    Args:
+        start_xy, target_xy: the object's centre now and where it should end up (world x, y, metres).
+        radius: the object's horizontal half size along the push, metres.
+        surface_z: height of the surface it slides on, metres.
+        ee_rot: the hand's rotation now (the fingers' closing direction is chosen nearest to it).
+
+    Returns:
+        ("move", position, rotation, grip, speed) waypoints for `ScriptedExpert`.
+    """
+    d = target_xy - start_xy
+    dist = float(np.linalg.norm(d))
+    if dist < 1e-6:
+        return []
+    d = d / dist
+    # Fingers close across the push so that the two closed fingers side by side make the pusher.
+    hand = hand_down_rotation(nearest_equivalent_yaw(math.atan2(d[1], d[0]) + math.pi / 2, ee_rot))
+    z = surface_z + PUSH_HEIGHT
+    behind = start_xy - d * (radius + PUSH_BACKOFF)
+    end = target_xy - d * radius
+    way = [
+        ("move", np.array([*behind, z + PUSH_ABOVE]), hand, CLOSED, None),
+        ("move", np.array([*behind, z]), hand, CLOSED, None),
+    ]
+    n = max(1, int(math.ceil(float(np.linalg.norm(end - behind)) / PUSH_STEP)))
+    for k in range(1, n + 1):
+        xy = behind + (end - behind) * k / n
+        way.append(("move", np.array([*xy, z]), hand, CLOSED, PUSH_SPEED))
+    back = end - d * PUSH_BACKOFF
+    way += [
+        ("move", np.array([*back, z]), hand, CLOSED, None),
+        ("move", np.array([*back, z + PUSH_ABOVE]), hand, CLOSED, None),
+    ]
+    return way

@@ -1,0 +1,54 @@
+"""scripts/expert_success.py: its cache resumes by (task, seed index) and its table sums per suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "expert_success.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("expert_success", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _row(task, index, success, expert="abc", max_steps=600, suite="s1"):
+    return {
+        "suite": suite,
+        "task": task,
+        "index": index,
+        "seed": index,
+        "max_steps": max_steps,
+        "expert": expert,
+        "success": success,
+        "length": 100 + index,
+        "seconds": 1.0,
+        "unmet": [],
+        "error": "",
+    }
+
+
+def test_cache_keeps_only_results_of_this_expert_and_cap(tmp_path):
+    mod = _script()
+    cache = tmp_path / "c.jsonl"
+    rows = [_row("t", 0, True), _row("t", 1, False, expert="old"), _row("t", 2, True, max_steps=300)]
+    cache.write_text("\n".join(json.dumps(r) for r in rows) + '\n{"torn": ')
+    got = mod.load_cache(cache, "abc", 600)
+    assert list(got) == [("t", 0)]
+
+
+def test_table_counts_successes_per_task_and_suite():
+    mod = _script()
+    results = {("a", i): _row("a", i, i < 2) for i in range(3)}
+    results |= {("b", i): _row("b", i, True, suite="s2") for i in range(3)}
+    command = "python scripts/expert_success.py --seeds 3"
+    text = mod.table([("s1", "a"), ("s2", "b")], results, 3, command, "abc", 600)
+    assert "| s1 | a | 2/3 | 67% | 100 |" in text
+    assert "| s2 | b | 3/3 | 100% | 101 |" in text
+    assert "| **all** | 6 | 83.3% | 1/2 |" in text
+    assert "python scripts/expert_success.py --seeds 3" in text
+    assert "Tasks below 90%: a (67%)." in text
