@@ -13,7 +13,9 @@ import sys
 from libero_ll.errors import LiberoError
 
 # Modules of the subcommands, in the order of `libero-ll --help`.
-SUBCOMMANDS = ("check", "render", "init_states", "generate", "collect", "verify", "teleop", "train", "metrics", "report")
+SUBCOMMANDS = (
+    "check", "render", "init_states", "generate", "collect", "verify", "teleop", "train", "metrics", "report"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

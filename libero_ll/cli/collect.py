@@ -45,8 +45,6 @@ def cmd_collect(args) -> int:
             max_attempts=max_attempts, overwrite=args.overwrite, progress=progress,
         )
     except KeyboardInterrupt:
-        if bar is not None:
-            bar.close()
         if not args.dry_run:
             print("interrupted: the demos settled so far are kept; run the same command again to continue")
         raise

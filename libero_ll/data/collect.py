@@ -241,9 +241,9 @@ def _run_in_workers(units: list[tuple[_Job, int]], workers: int) -> Iterator[dic
                 except queue.Empty:
                     dead = [p for p in procs if p.exitcode not in (None, 0)]
                     if dead:
-                        raise RuntimeError(
-                            f"a collection worker died (exit code {dead[0].exitcode}); the demos settled "
-                            "so far are kept: run the same command again to continue"
+                        raise LiberoError(
+                            f"a collection worker died (exit code {dead[0].exitcode}; out of memory?); the "
+                            "demos settled so far are kept: run the same command again to continue"
                         ) from None
             if "error" in out:
                 where = f"task {out['task']}, demo {out['index']}"
