@@ -3,7 +3,8 @@
 Each family has one workspace instance that task files refer to (``main_table``, ``kitchen_table``,
 ...). Its category is registered as a model of kind "workspace": the geometry comes from the arena.
 Table-top families have the robot at the table's near edge on its pedestal, its base 11 cm above
-the table top; the floor family has it on a low stand so that the hand reaches the floor.
+the table top; the floor family has it as high above the floor, so that the hand reaches the
+floor as it reaches a table top.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ _ARENAS = [
         workspace_category="floor",
         table_full_size=None,
         table_top_z=0.0,
-        robot_base=(-0.6, 0.0, 0.45),
+        robot_base=(-0.6, 0.0, _BASE_ABOVE_TOP),
         agentview=((0.35, 0.0, 0.95), (-0.12, 0.0, 0.0)),
         floor_rgba=(0.7, 0.6, 0.45, 1.0),
         floor_rgba2=(0.66, 0.56, 0.42, 1.0),

@@ -22,6 +22,8 @@ from libero_ll.errors import LiberoError
 MAX_TRIES = 500
 # Objects are released this far above their resting height and settle during the reset's physics steps.
 DROP_HEIGHT = 0.002
+# An object put in a drawer at the start stands this far from the drawer's front wall, metres.
+DRAWER_WALL_GAP = 0.006
 # Footprints (rotated bounding rectangles) must stay this far apart, metres; negative allows a small
 # overlap where a bounding box is generous (round things).
 FOOTPRINT_GAP = -0.005
@@ -215,6 +217,13 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator) ->
         except KeyError:
             raise LiberoError(f"init: {instances[owner]} has no region {rname!r}") from None
         base = poses[owner]
+        part = omodel.control(rname)
+        if part is not None and part.joint.kind == "drawer" and abs(part.joint.axis[2]) < 1e-9:
+            # In a drawer: as far out as the object fits, where the cabinet above does not hang over it.
+            out = np.array(part.joint.axis[:2], dtype=float)
+            extent = float(np.abs(out) @ np.asarray(model.half_size[:2]))
+            room = float(np.abs(out) @ np.asarray(reg.half_size[:2])) - extent - DRAWER_WALL_GAP
+            centre_local = centre_local + np.array([*(out * max(room, 0.0)), 0.0])
         centre = base.pos + np.array([*rotate(centre_local[:2], base.yaw), centre_local[2]])
         z = centre[2] - reg.half_size[2] + model.half_size[2] + DROP_HEIGHT
         poses[a] = Pose(np.array([centre[0], centre[1], z]), base.yaw)

@@ -20,7 +20,7 @@ import numpy as np
 
 from libero_ll.assets.categories import get_model
 from libero_ll.assets.fixtures import HANDLE_STANDOFF
-from libero_ll.experts.skills import hand_down_rotation, nearest_equivalent_yaw
+from libero_ll.experts.skills import hand_and_wrist, hand_down_rotation, nearest_equivalent_yaw
 
 CLOSED, OPEN = 1.0, -1.0
 # How far past the threshold a part is driven, metres or radians.
@@ -53,7 +53,7 @@ def _body(env, name: str) -> tuple[np.ndarray, np.ndarray]:
 def _hand(env, along: np.ndarray) -> np.ndarray:
     """A downward hand whose fingers close along the horizontal direction `along`."""
     yaw = math.atan2(along[1], along[0])
-    return hand_down_rotation(nearest_equivalent_yaw(yaw, env.robot_proprio()["ee_rot"]))
+    return hand_down_rotation(nearest_equivalent_yaw(yaw, *hand_and_wrist(env)))
 
 
 def _rot_z(angle: float) -> np.ndarray:
@@ -139,7 +139,16 @@ def _work_handle(env, handle: np.ndarray, out: np.ndarray, path, pulling: bool, 
         ]
         follow, last, turn = _follow(handle, grip, hand, path, CLOSED)
         back = last + turn @ out * PINCH_APPROACH
-        return way + follow + [("hold", 6, turn @ hand, OPEN), ("move", back, turn @ hand, OPEN)]
+        # Let go, back off, and point the hand down again as it was before it tipped towards the
+        # face: the next skill starts from a wrist that is not wound up.
+        down = turn @ _pinch_hand(-out, math.pi / 2, handle[1])
+        clear = back + turn @ out * PINCH_APPROACH * 0.5 + up
+        return way + follow + [
+            ("hold", 6, turn @ hand, OPEN),
+            ("move", back, turn @ hand, OPEN),
+            ("move", clear, turn @ hand, OPEN),
+            ("move", clear, down, OPEN),
+        ]
     start = handle + out * HOOK_DEPTH
     hand = _hook_hand(env, -out)
     way = [("move", start + up, hand, CLOSED), ("move", start, hand, CLOSED)]

@@ -17,9 +17,15 @@ from libero_ll.errors import LiberoError
 from libero_ll.envs.placement import joint_target, owner_of
 from libero_ll.experts.articulation import articulation_waypoints
 from libero_ll.experts.push import push_waypoints
-from libero_ll.experts.skills import POS_SCALE, hand_down_rotation, nearest_equivalent_yaw, servo
+from libero_ll.experts.skills import (
+    POS_SCALE,
+    hand_and_wrist,
+    hand_down_rotation,
+    nearest_equivalent_yaw,
+    servo,
+)
 
-EXPERT_VERSION = "scripted-expert 0.3"
+EXPERT_VERSION = "scripted-expert 0.4"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -37,6 +43,14 @@ MAX_CARRY_ABOVE_BASE = 0.45
 # position action).
 OFF_CENTRE = 0.08
 CARRY_SPEED_OFF_CENTRE = 0.25
+# The open hand moving to an object passes this far (metres, hand centre) above whatever stands near
+# its path, within HAND_HALF_WIDTH of it.
+TRANSIT_CLEARANCE = 0.07
+HAND_HALF_WIDTH = 0.08
+# A drawer pulled out more than this (metres) is in the way of the hand and arm like any object; its
+# walls stand this far outside its inner region.
+DRAWER_STANDS_OUT = 0.02
+DRAWER_WALL = 0.02
 # An object put into a drawer stays this far from the drawer's front wall, metres.
 DRAWER_EDGE_GAP = 0.008
 # A waypoint the hand cannot reach exactly (an object in the way) is given up after this many steps.
@@ -171,6 +185,7 @@ class ScriptedExpert:
         self._queue: list = []
         self._stage = 0
         self._counter = 0
+        self._hold_pos: np.ndarray | None = None  # where a hold keeps the hand: the last waypoint
         self._wp_steps = 0
         self._wp_budget = WAYPOINT_BUDGET
         self._load(0)
@@ -222,7 +237,7 @@ class ScriptedExpert:
         _, off, across = best
         jitter = self.rng.uniform(-0.004, 0.004, size=2)
         grasp = np.array([pos[0] + off[0] + jitter[0], pos[1] + off[1] + jitter[1], grasp_z])
-        hand_rot = hand_down_rotation(nearest_equivalent_yaw(yaw + across, env.robot_proprio()["ee_rot"]))
+        hand_rot = hand_down_rotation(nearest_equivalent_yaw(yaw + across, *hand_and_wrist(env)))
         # Where the object's bottom must end up, and hence where the hand goes (the grasp offset is kept).
         target_xy, bottom_z = self._target(step, model)
         # Turned about the vertical while carried when it would not fit the container as it lies.
@@ -246,14 +261,18 @@ class ScriptedExpert:
         # High enough that the object's bottom passes over everything standing near its path.
         owner = owner_of(step.goal.args[1], inst)
         skip = {step.obj, step.goal.args[1], owner[0] if owner else ""}
-        top = self._highest_top_near(skip, grasp[:2], place[:2], float(np.hypot(*model.half_size[:2])))
+        # The target and the fixture its region belongs to are left out: the place height already
+        # accounts for them, and a region inside a fixture (a shelf's layer, a drawer) is entered
+        # from the front, not over the fixture's top.
+        radius = float(np.hypot(*model.half_size[:2]))
+        top = highest_top_near(self._obstacles(skip, -np.inf), grasp[:2], place[:2], radius)
         carry_z = max(carry_z, min(top + model.grasp.height + PASS_OVER, env.arena.robot_base[2] + MAX_CARRY_ABOVE_BASE))
         up = np.array([0, 0, 1.0])
         # Held far from its centre (a pan by its handle), an object swings out of the fingers when
         # carried fast.
         mass_centre = g.data.xipos[g.body_of[step.obj]]
         carry = CARRY_SPEED_OFF_CENTRE if float(np.hypot(*(grasp[:2] - mass_centre[:2]))) > OFF_CENTRE else None
-        self._queue = [
+        self._queue = self._transit(grasp + up * APPROACH_HEIGHT, hand_rot, skip={step.obj}) + [
             ("move", grasp + up * APPROACH_HEIGHT, hand_rot, -1.0),
             ("move", grasp, hand_rot, -1.0),
             ("hold", CLOSE_STEPS, hand_rot, 1.0),
@@ -264,18 +283,28 @@ class ScriptedExpert:
             ("move", place + up * APPROACH_HEIGHT, place_rot, -1.0),
         ]
 
-    def _highest_top_near(self, skip: set, a: np.ndarray, b: np.ndarray, radius: float) -> float:
-        """The highest top (z, metres) of the instances but `skip` whose footprints come near the segment a-b.
+    def _transit(self, approach: np.ndarray, hand_rot: np.ndarray, skip: set) -> list:
+        """Waypoints that take the open hand over whatever stands between it and `approach` (maybe none).
 
-        The target and the fixture its region belongs to are skipped by the caller: the place
-        height already accounts for them, and a region inside a fixture (a shelf's layer, a
-        drawer) is entered from the front, not over the fixture's top.
+        When a loose object or an open drawer near the path stands higher than the approach allows
+        for, the hand rises where it is (if it must) to pass TRANSIT_CLEARANCE above it, moves across
+        at that height, and the caller's approach then lowers it straight down: a tall bottle beside
+        the start of the path is not knocked over by a slanting descent.
         """
-        top = -np.inf
-        for footprint in self._obstacles(skip, -np.inf):
-            if any(clearance(a + (b - a) * t, [footprint]) < radius + 0.02 for t in np.linspace(0.0, 1.0, 11)):
-                top = max(top, footprint[4])
-        return top
+        hand = self.env.robot_proprio()["ee_pos"]
+        # Loose objects and open drawers count; a fixture's body does not: the hand leaves one it
+        # has just worked (a door's handle) sideways, as it came.
+        inst = self.env.spec.instances()
+        fixtures = {i for i in inst if i in self.env.geometry.body_of and self.env.geometry.is_fixture(i)}
+        around = self._obstacles(skip | fixtures, -np.inf)
+        for f in fixtures - skip:
+            around += self._open_drawers(f, get_model(inst[f]))
+        top = highest_top_near(around, hand[:2], approach[:2], HAND_HALF_WIDTH)
+        z = min(top + TRANSIT_CLEARANCE, self.env.arena.robot_base[2] + MAX_CARRY_ABOVE_BASE)
+        if z <= approach[2] + 0.005:
+            return []
+        rise = [("move", np.array([hand[0], hand[1], z]), hand_rot, -1.0)] if hand[2] < z - 0.005 else []
+        return rise + [("move", np.array([approach[0], approach[1], max(z, hand[2])]), hand_rot, -1.0)]
 
     def _obstacles(self, skip, grasp_z: float) -> list:
         """Footprints (centre xy, yaw, half x, half y, top z) of the instances (but `skip`) whose tops reach up to the fingers."""
@@ -291,6 +320,23 @@ class ScriptedExpert:
                 continue
             r = g.rot(inst)
             out.append((p[:2], math.atan2(r[1, 0], r[0, 0]), m.half_size[0], m.half_size[1], p[2] + m.half_size[2]))
+            out += self._open_drawers(inst, m)
+        return out
+
+    def _open_drawers(self, inst: str, model) -> list:
+        """Footprints of a fixture's drawers that stand out of it (pulled open), as `_obstacles` has them."""
+        g = self.env.geometry
+        out = []
+        for region_name, part_name in model.controls:
+            part = model.part(part_name)
+            if part.joint.kind != "drawer" or g.joint_value(inst, part_name) < DRAWER_STANDS_OUT:
+                continue
+            box = g.site_region(f"{inst}_{region_name}")
+            if box is None:
+                continue
+            yaw = math.atan2(box.rot[1, 0], box.rot[0, 0])
+            half_x, half_y = box.half[0] + DRAWER_WALL, box.half[1] + DRAWER_WALL
+            out.append((box.center[:2], yaw, half_x, half_y, box.center[2] + box.half[2]))
         return out
 
     def _container(self, step: PickPlace):
@@ -355,9 +401,13 @@ class ScriptedExpert:
             kind, target, hand_rot, grip, *rest = self._queue[0]
             speed = rest[0] if rest and rest[0] is not None else self.speed
             if kind == "hold":
+                # Fingers closing or opening: the hand stays at the last waypoint (a zero delta each
+                # step would let it drift with the fingers' push).
+                if self._counter == 0 and self._hold_pos is None:
+                    self._hold_pos = pos.copy()
                 if self._counter < target:
                     self._counter += 1
-                    return servo(pos, rot, pos, hand_rot, grip, speed)
+                    return servo(pos, rot, self._hold_pos, hand_rot, grip, speed)
                 self._counter = 0
                 self._queue.pop(0)
                 continue
@@ -372,6 +422,7 @@ class ScriptedExpert:
                 a[:3] += self.rng.normal(0.0, self.noise, size=3)
                 return np.clip(a, -1.0, 1.0)
             self._wp_steps = 0
+            self._hold_pos = target
             self._queue.pop(0)
         if self._stage < len(self.steps):
             self._stage += 1
@@ -458,6 +509,19 @@ def fit_turn(yaw: float, model, region, margin: float = 0.012) -> float:
         return 0.0
     candidates = [_wrap(region_yaw + k * math.pi / 2 - yaw) for k in range(4)]
     return max(candidates, key=lambda t: (round(slack(yaw + t), 4), -abs(t)))
+
+
+def highest_top_near(footprints: list, a: np.ndarray, b: np.ndarray, radius: float) -> float:
+    """The highest top (z, metres) of the footprints (as `ScriptedExpert._obstacles` has them) near segment a-b.
+
+    Near: within `radius` + 2 cm of one of 11 points along the segment; -inf when none is.
+    """
+    top = -np.inf
+    for footprint in footprints:
+        along = (a + (b - a) * t for t in np.linspace(0.0, 1.0, 11))
+        if any(clearance(point, [footprint]) < radius + 0.02 for point in along):
+            top = max(top, footprint[4])
+    return top
 
 
 def _wrap(a: float) -> float:

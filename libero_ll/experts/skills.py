@@ -13,6 +13,8 @@ import numpy as np
 
 POS_SCALE = 0.05  # metres per unit of position action
 ROT_SCALE = 0.5  # radians per unit of rotation action
+# The Panda's last joint turns within ±2.9 rad; turns planned for the hand keep it within this.
+WRIST_LIMIT = 2.6
 
 
 def hand_down_rotation(close_dir: float) -> np.ndarray:
@@ -25,14 +27,19 @@ def hand_down_rotation(close_dir: float) -> np.ndarray:
     return np.stack([x, np.cross(z, x), z], axis=1)
 
 
-def nearest_equivalent_yaw(close_dir: float, current_rot: np.ndarray) -> float:
-    """The parallel gripper is symmetric: of close_dir and close_dir + pi, the one nearer the hand's now."""
+def nearest_equivalent_yaw(close_dir: float, current_rot: np.ndarray, wrist: float | None = None) -> float:
+    """The parallel gripper is symmetric: of close_dir and close_dir ± pi, the one nearer the hand's now.
+
+    With `wrist`, the Panda's last joint angle now (radians), a turn that would drive that joint
+    past WRIST_LIMIT is avoided when the other way round does not: for a hand pointing down, turning
+    it by d about the vertical turns the last joint by about -d.
+    """
     now = math.atan2(current_rot[1, 0], current_rot[0, 0])
-    best = close_dir
-    for cand in (close_dir, close_dir + math.pi, close_dir - math.pi):
-        if abs(_wrap(cand - now)) < abs(_wrap(best - now)):
-            best = cand
-    return best
+    cands = sorted((close_dir, close_dir + math.pi, close_dir - math.pi), key=lambda c: abs(_wrap(c - now)))
+    if wrist is not None:
+        within = [c for c in cands if abs(wrist - _wrap(c - now)) <= WRIST_LIMIT]
+        cands = within or cands
+    return cands[0]
 
 
 def _wrap(a: float) -> float:
@@ -65,3 +72,9 @@ def servo(
     dp = np.clip((target_pos - pos) / POS_SCALE, -max_speed, max_speed)
     dr = np.clip(rotation_error(target_rot, rot) / ROT_SCALE, -0.8, 0.8)
     return np.concatenate([dp, dr, [grip]])
+
+
+def hand_and_wrist(env) -> tuple[np.ndarray, float]:
+    """The hand's rotation matrix and the Panda's last joint angle now, for `nearest_equivalent_yaw`."""
+    p = env.robot_proprio()
+    return p["ee_rot"], float(p["joint_states"][-1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -34,3 +36,25 @@ def test_crowded_region_error_names_region(tmp_path, bowl_task):
     spec = parse_file(str(bad))
     with pytest.raises(LiberoError, match="main_table_plate_init_region"):
         sample_placements(spec, ARENAS.get(spec.problem_class), np.random.default_rng(0))
+
+
+def test_an_object_in_a_drawer_starts_at_the_drawer_front():
+    """Put in a drawer at the start, an object stands as far out as it fits, clear of the cabinet's top."""
+    from libero_ll.assets.categories import get_model
+    from libero_ll.envs.placement import DRAWER_WALL_GAP, region_in_model
+
+    root = Path(__file__).resolve().parents[2] / "bddl_tasks" / "libero_spatial"
+    name = "pick_up_the_black_bowl_in_the_top_drawer_of_the_wooden_cabinet_and_place_it_on_the_plate.bddl"
+    spec = parse_file(str(root / name))
+    layout = sample_placements(spec, ARENAS.get(spec.problem_class), np.random.default_rng(0))
+    cabinet, bowl = layout.poses["wooden_cabinet_1"], layout.poses["akita_black_bowl_1"]
+    model = get_model("wooden_cabinet")
+    joints = {part: q for (inst, part), q in layout.joints.items() if inst == "wooden_cabinet_1"}
+    centre, region = region_in_model(model, "top_region", joints)
+    c, s = np.cos(cabinet.yaw), np.sin(cabinet.yaw)
+    d = bowl.pos[:2] - cabinet.pos[:2]
+    local_x = c * d[0] + s * d[1]  # along the drawer's slide axis (+x of the cabinet)
+    half_bowl = get_model("akita_black_bowl").half_size[0]
+    expected = centre[0] + region.half_size[0] - half_bowl - DRAWER_WALL_GAP
+    assert local_x == pytest.approx(expected, abs=1e-6)
+    assert local_x > centre[0]

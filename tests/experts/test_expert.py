@@ -174,3 +174,61 @@ def test_push_waypoints_stay_behind_the_object_and_end_at_the_target():
     assert lows[0][1] < -0.1  # starts behind the far edge from the target
     assert max(p[1] for p in lows) <= 0.2 - 0.1 + 1e-9  # never passes the object's centre over the target
     assert np.allclose([p[0] for p in lows], 0.0)
+
+
+def test_hand_turns_the_way_that_keeps_the_wrist_in_range():
+    import math
+
+    from libero_ll.experts.skills import WRIST_LIMIT, hand_down_rotation, nearest_equivalent_yaw
+
+    now = hand_down_rotation(0.0)
+    # Nearest is a turn of +0.4 rad; with the last joint already at its limit on that side
+    # (turning +d about the vertical turns it by -d), the hand goes the other way round.
+    assert nearest_equivalent_yaw(0.4, now) == 0.4
+    assert nearest_equivalent_yaw(0.4, now, wrist=0.0) == 0.4
+    other = nearest_equivalent_yaw(0.4, now, wrist=-WRIST_LIMIT + 0.1)
+    assert math.isclose(math.cos(other), math.cos(0.4 - math.pi))
+    assert math.isclose(math.sin(other), math.sin(0.4 - math.pi))
+    # When neither way stays within range, the nearest is kept.
+    assert nearest_equivalent_yaw(math.pi / 2, now, wrist=10.0) == math.pi / 2
+
+
+def test_highest_top_near_a_path_counts_only_what_is_near_it():
+    import numpy as np
+
+    from libero_ll.experts.expert import highest_top_near
+
+    tall = (np.array([0.0, 0.07]), 0.0, 0.02, 0.02, 0.95)  # 5 cm from the path
+    low = (np.array([0.3, 0.0]), 0.0, 0.02, 0.02, 0.85)
+    far = (np.array([0.0, 0.6]), 0.0, 0.02, 0.02, 1.5)
+    a, b = np.array([-0.2, 0.0]), np.array([0.3, 0.0])
+    assert highest_top_near([tall, low, far], a, b, 0.06) == 0.95
+    assert highest_top_near([tall, low, far], a, b, 0.01) == 0.85
+    assert highest_top_near([far], a, b, 0.06) == -np.inf
+
+
+def test_open_hand_passes_over_a_tall_neighbour_and_comes_down_straight():
+    """On the floor, the cream cheese stands between tall bottles: the hand goes over, not through them."""
+    import numpy as np
+
+    from libero_ll.assets.categories import get_model
+    from libero_ll.data.collect import demo_seed
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.experts.expert import TRANSIT_CLEARANCE, ScriptedExpert
+    from libero_ll.tasks.registry import get_suite
+
+    task = next(t for t in get_suite("libero_object") if t.name.startswith("pick_up_the_cream_cheese"))
+    env = LiberoEnv(task.file, EnvConfig(render=False, robot_mesh="collision"))
+    try:
+        seed = demo_seed(task.name, 0, 0, seed=0)
+        env.reset(seed=seed)
+        expert = ScriptedExpert(env, np.random.default_rng(seed))
+        ketchup_top = env.geometry.pos("ketchup_1")[2] + get_model("ketchup").half_size[2]
+        moves = [w for w in expert._queue if w[0] == "move"]
+        across, approach, grasp = moves[-7], moves[-6], moves[-5]
+        assert across[1][2] >= ketchup_top + TRANSIT_CLEARANCE - 1e-6
+        np.testing.assert_allclose(across[1][:2], approach[1][:2])  # straight down from there
+        np.testing.assert_allclose(approach[1][:2], grasp[1][:2])
+        assert approach[1][2] < across[1][2]
+    finally:
+        env.close()

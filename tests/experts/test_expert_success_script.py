@@ -16,7 +16,7 @@ def _script():
     return mod
 
 
-def _row(task, index, success, expert="abc", max_steps=600, suite="s1"):
+def _row(task, index, success, expert="abc", max_steps=600, suite="s1", task_file="f1"):
     return {
         "suite": suite,
         "task": task,
@@ -24,6 +24,7 @@ def _row(task, index, success, expert="abc", max_steps=600, suite="s1"):
         "seed": index,
         "max_steps": max_steps,
         "expert": expert,
+        "task_file": task_file,
         "success": success,
         "length": 100 + index,
         "seconds": 1.0,
@@ -32,13 +33,30 @@ def _row(task, index, success, expert="abc", max_steps=600, suite="s1"):
     }
 
 
-def test_cache_keeps_only_results_of_this_expert_and_cap(tmp_path):
+def test_cache_keeps_only_results_of_this_code_cap_and_task_file(tmp_path):
     mod = _script()
     cache = tmp_path / "c.jsonl"
-    rows = [_row("t", 0, True), _row("t", 1, False, expert="old"), _row("t", 2, True, max_steps=300)]
+    rows = [
+        _row("t", 0, True),
+        _row("t", 1, False, expert="old"),
+        _row("t", 2, True, max_steps=300),
+        _row("t", 3, True, task_file="changed"),
+        _row("gone", 0, True),
+    ]
     cache.write_text("\n".join(json.dumps(r) for r in rows) + '\n{"torn": ')
-    got = mod.load_cache(cache, "abc", 600)
+    got = mod.load_cache(cache, "abc", 600, {"t": "f1"})
     assert list(got) == [("t", 0)]
+
+
+def test_fingerprints_change_with_the_code_and_the_task_files(tmp_path):
+    mod = _script()
+    task = tmp_path / "a.bddl"
+    task.write_text("(define (problem x))")
+    before = mod.task_fingerprint(str(task))
+    (tmp_path / "a.init.npz").write_bytes(b"states")
+    assert mod.task_fingerprint(str(task)) != before
+    assert "libero_ll/assets" in mod.FINGERPRINTED and "libero_ll/envs" in mod.FINGERPRINTED
+    assert len(mod.expert_fingerprint()) == 12
 
 
 def test_table_counts_successes_per_task_and_suite():
