@@ -38,7 +38,7 @@ FINGERPRINTED = ["libero_ll/experts", "libero_ll/assets", "libero_ll/envs", "lib
 
 
 def expert_fingerprint() -> str:
-    """A short hash of the expert's, assets' and environment's source: other code's results are not reused."""
+    """A short hash of the expert's, models' and environment's source: other code's results are not reused."""
     h = hashlib.sha256()
     for entry in FINGERPRINTED:
         path = REPO / entry
@@ -59,9 +59,19 @@ def task_fingerprint(task_file: str) -> str:
 
 
 def run_task(
-    suite: str, task_name: str, task_file: str, indices: list[int], max_steps: int, fingerprint: str
+    suite: str,
+    task_name: str,
+    task_file: str,
+    indices: list[int],
+    max_steps: int,
+    fingerprint: str,
+    task_sha: str,
 ) -> list[dict]:
-    """Run the expert on one task for the given seed indices; one result dict per episode."""
+    """Run the expert on one task for the given seed indices; one result dict per episode.
+
+    Args:
+        fingerprint, task_sha: the code's and the task files' fingerprints, recorded with each result.
+    """
     from libero_ll.data.collect import demo_seed, run_expert_episode
     from libero_ll.envs.env import EnvConfig, LiberoEnv
 
@@ -86,7 +96,7 @@ def run_task(
                     "seed": seed,
                     "max_steps": max_steps,
                     "expert": fingerprint,
-                    "task_file": task_fingerprint(task_file),
+                    "task_file": task_sha,
                     "success": bool(success),
                     "length": int(env.steps),
                     "seconds": round(time.perf_counter() - t0, 2),
@@ -243,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    jobs = [(s, name, file, idx, args.max_steps, fingerprint) for s, name, file, idx in todo]
+    jobs = [
+        (s, name, file, idx, args.max_steps, fingerprint, task_files[name]) for s, name, file, idx in todo
+    ]
     if args.workers <= 1:
         for job in jobs:
             record(run_task(*job))
