@@ -46,7 +46,7 @@ HANDLE_RADIUS = 0.006
 CABINET_HALF = (0.11, 0.15, 0.19)
 CABINET_WALL = 0.012
 CABINET_PLINTH = 0.05
-DRAWER_TRAVEL = 0.16
+DRAWER_TRAVEL = 0.20
 
 
 def _cabinet(category: str, body_rgba, front_rgba, handle_rgba, description: str) -> Model:

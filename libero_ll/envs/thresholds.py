@@ -33,6 +33,6 @@ DOOR_CLOSED = 0.05
 KNOB_ON = 0.6
 KNOB_OFF = 0.15
 # Where Open / TurnOn in a task's :init put the joint (Close / TurnOff put it at 0).
-DRAWER_INIT_OPEN = 0.14
+DRAWER_INIT_OPEN = 0.19
 DOOR_INIT_OPEN = 1.6
 KNOB_INIT_ON = 1.2

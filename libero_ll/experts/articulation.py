@@ -24,7 +24,14 @@ from libero_ll.experts.skills import hand_and_wrist, hand_down_rotation, nearest
 
 CLOSED, OPEN = 1.0, -1.0
 # How far past the threshold a part is driven, metres or radians.
-DRAWER_PULL_TO = 0.155
+DRAWER_PULL_TO = 0.195
+# A drawer is pushed shut towards this (past its stop, so that the hand, which lags behind its
+# waypoints, still shuts it; much further, and the hand pressing on a shut drawer winds the arm up),
+# in this many waypoints, the finger pads' centre this far in front of the bar's axis (the leaning
+# fingers' tips then clear the bar's top and press on its front).
+DRAWER_PUSH_TO = -0.02
+DRAWER_PUSH_STEPS = 3
+DRAWER_PUSH_DEPTH = 0.027
 DOOR_PULL_TO = 1.35
 # A door is pushed shut at this fraction of the way from its hinge to its handle...
 DOOR_PUSH_AT = 0.75
@@ -32,7 +39,12 @@ DOOR_PUSH_AT = 0.75
 DOOR_PUSH_HIGH = 0.105
 # A door is pushed towards this angle (past shut: the hand lags behind the path), radians.
 DOOR_PUSH_TO = -0.3
+# A knob is turned to these angles (radians; on at 0.6 or more, off at 0.15 or less) ...
 KNOB_ON_TO = 1.0
+KNOB_OFF_TO = -0.1
+# ... or, when the hand would meet something near the knob turning it that far, at least to these.
+KNOB_ON_LEAST = 0.7
+KNOB_OFF_LEAST = 0.0
 ABOVE = 0.09
 
 
@@ -102,6 +114,21 @@ def _pinch_hand(toward: np.ndarray, pitch: float, side: float) -> np.ndarray:
     return np.stack([x, np.cross(z, x), z], axis=1)
 
 
+# Long moves to a handle are cut into legs of at most this length (metres): each waypoint has a
+# step budget, and a hand that runs out of it on a long leg starts the next one from wherever it got
+# to, which on the way to a door's outer face can be on the wrong side of the door or above its top
+# edge.
+APPROACH_LEG = 0.08
+# The hand comes down in front of a face this far further out than where it will work, metres.
+APPROACH_OUT = 0.05
+
+
+def _legs(start: np.ndarray, end: np.ndarray, hand: np.ndarray, grip: float) -> list:
+    """Waypoints along the straight line from `start` to `end`, none more than APPROACH_LEG apart."""
+    n = max(1, math.ceil(float(np.linalg.norm(end - start)) / APPROACH_LEG))
+    return [("move", start + (end - start) * k / n, hand, grip) for k in range(1, n + 1)]
+
+
 def _follow(handle: np.ndarray, start: np.ndarray, hand: np.ndarray, path, grip: float, n: int = 8) -> tuple[list, np.ndarray, np.ndarray]:
     """Waypoints that carry the hand (at `start`, rotation `hand`) along with the handle's `path`."""
     way, last, turn = [], start, np.eye(3)
@@ -112,7 +139,9 @@ def _follow(handle: np.ndarray, start: np.ndarray, hand: np.ndarray, path, grip:
     return way, last, turn
 
 
-def _work_handle(env, handle: np.ndarray, out: np.ndarray, path, pulling: bool, rng=None) -> list:
+def _work_handle(
+    env, handle: np.ndarray, out: np.ndarray, path, pulling: bool, steps: int = 8, depth: float = HOOK_DEPTH
+) -> list:
     """Pinch a handle's bar and pull it along `path`, or rest the closed fingers on its front and push.
 
     Pulling: the hand points horizontally into the face, comes straight in with the fingers open
@@ -123,6 +152,8 @@ def _work_handle(env, handle: np.ndarray, out: np.ndarray, path, pulling: bool, 
     Args:
         handle: the bar's centre now; out: horizontal unit vector out of the face it stands on.
         path: callable(k, n) → (offset of the handle after step k of n, rotation about z of step k).
+        steps: waypoints along the path.
+        depth: pushing, how far in front of the bar's axis the finger pads' centre rests, metres.
     """
     up = np.array([0, 0, ABOVE])
     if pulling:
@@ -149,10 +180,18 @@ def _work_handle(env, handle: np.ndarray, out: np.ndarray, path, pulling: bool, 
             ("move", clear, turn @ hand, OPEN),
             ("move", clear, down, OPEN),
         ]
-    start = handle + out * HOOK_DEPTH
+    start = handle + out * depth
     hand = _hook_hand(env, -out)
-    way = [("move", start + up, hand, CLOSED), ("move", start, hand, CLOSED)]
-    follow, last, turn = _follow(handle, start, hand, path, CLOSED)
+    # The hand rises where it is (a slanting way up could meet a door's edge), goes above the
+    # working point and a little further out in short legs, then comes straight down and in: a hand
+    # that comes down early lands on the door's top edge or behind the door.
+    clear = start + up + out * APPROACH_OUT
+    hand_at = env.robot_proprio()["ee_pos"]
+    risen = np.array([hand_at[0], hand_at[1], max(hand_at[2], clear[2])])
+    way = _legs(hand_at, risen, hand, CLOSED) if risen[2] > hand_at[2] + 0.01 else []
+    way += _legs(risen, clear, hand, CLOSED)
+    way += [("move", start + out * APPROACH_OUT, hand, CLOSED), ("move", start, hand, CLOSED)]
+    follow, last, turn = _follow(handle, start, hand, path, CLOSED, steps)
     back = last + turn @ out * 0.04
     return way + follow + [("move", back, turn @ hand, CLOSED), ("move", back + up, turn @ hand, CLOSED)]
 
@@ -164,8 +203,11 @@ def drawer(env, inst: str, part: str, opening: bool, rng) -> list:
     out = rot @ np.array(get_model(env.spec.instances()[inst]).part(part).joint.axis)  # out of the cabinet
     q = env.geometry.joint_value(inst, part)
     handle = handle + np.cross([0, 0, 1.0], out) * rng.uniform(-0.02, 0.02)
-    travel = (DRAWER_PULL_TO if opening else -0.015) - q
-    return _work_handle(env, handle, out, lambda k, n: (out * travel * k / n, np.eye(3)), opening)
+    travel = (DRAWER_PULL_TO if opening else DRAWER_PUSH_TO) - q
+    path = lambda k, n: (out * travel * k / n, np.eye(3))  # noqa: E731
+    if opening:
+        return _work_handle(env, handle, out, path, pulling=True)
+    return _work_handle(env, handle, out, path, pulling=False, steps=DRAWER_PUSH_STEPS, depth=DRAWER_PUSH_DEPTH)
 
 
 def door(env, inst: str, part: str, opening: bool, rng) -> list:
@@ -197,14 +239,97 @@ def door(env, inst: str, part: str, opening: bool, rng) -> list:
     return _work_handle(env, contact, rot[:, 0], push_path, pulling=False)
 
 
+# The hand's footprint seen from above when it points down: half its length along the closing
+# direction and half its depth across it, metres; its housing starts this far above the grip site.
+HAND_HALF_LENGTH = 0.105
+HAND_HALF_DEPTH = 0.035
+HAND_BOTTOM_ABOVE_GRIP = 0.026
+# A knob is pinched across its ridge (the fingers push its faces round) unless the hand, turning,
+# would come closer than this to something standing near the knob; then it pinches the ridge's
+# ends, the hand lying along the ridge.
+KNOB_CLEARANCE = 0.03
+
+
+def _footprints(env, skip: set, above: float) -> list:
+    """(centre xy, yaw, half x, half y) of the instances but `skip` whose tops reach higher than `above`."""
+    g = env.geometry
+    out = []
+    for inst, cat in env.spec.instances().items():
+        if inst in skip or inst not in g.body_of or inst == g.workspace_name:
+            continue
+        model = get_model(cat)
+        p = g.pos(inst)
+        if model.kind == "workspace" or p[2] + model.half_size[2] <= above:
+            continue
+        r = g.rot(inst)
+        out.append((p[:2], math.atan2(r[1, 0], r[0, 0]), model.half_size[0], model.half_size[1]))
+    return out
+
+
+def hand_clearance(point: np.ndarray, close_dir: float, footprints: list) -> float:
+    """The smallest gap (metres, 0 when they overlap) between a downward hand's footprint and `footprints`.
+
+    The hand grips at `point` (xy) closing along the world angle `close_dir`; its footprint is a
+    rectangle HAND_HALF_LENGTH along the closing direction and HAND_HALF_DEPTH across it.
+    """
+    along = np.array([math.cos(close_dir), math.sin(close_dir)])
+    across = np.array([-along[1], along[0]])
+    # Points on the rectangle's outline and inside it, a centimetre or so apart.
+    u = np.linspace(-HAND_HALF_LENGTH, HAND_HALF_LENGTH, 22)
+    v = np.linspace(-HAND_HALF_DEPTH, HAND_HALF_DEPTH, 8)
+    pts = (point[:2] + u[:, None, None] * along + v[None, :, None] * across).reshape(-1, 2)
+    best = math.inf
+    for centre, yaw, hx, hy in footprints:
+        c, s = math.cos(yaw), math.sin(yaw)
+        d = pts - centre
+        local = np.stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]], axis=1)
+        gap = np.maximum(np.abs(local) - [hx, hy], 0.0)
+        best = min(best, float(np.min(np.hypot(gap[:, 0], gap[:, 1]))))
+    return best
+
+
+def knob_grasp(
+    centre: np.ndarray, ridge: float, full: float, least: float, footprints: list
+) -> tuple[float, float]:
+    """How to grasp and turn a knob whose ridge runs along the world angle `ridge`: (closing direction, turn).
+
+    The turn is `full` radians if the hand can turn that far and stay KNOB_CLEARANCE clear of
+    `footprints`, else as far as it can but no less than `least` (same sign as `full`). The fingers
+    close across the ridge when the hand stays clear that way, else along it. When no grasp keeps the
+    hand clear, the one (turning by `least`) that comes least close.
+    """
+
+    def clear(close_dir: float, turn: float) -> float:
+        n = max(1, math.ceil(abs(turn) / 0.1))
+        return min(hand_clearance(centre, close_dir + turn * k / n, footprints) for k in range(n + 1))
+
+    dirs = (ridge + math.pi / 2, ridge)  # across the ridge, then along it
+    turns = [float(t) for t in np.linspace(full, least, 6)] if abs(full) > abs(least) else [full]
+    for turn in turns:
+        for close_dir in dirs:
+            if clear(close_dir, turn) >= KNOB_CLEARANCE:
+                return close_dir, turn
+    turn = turns[-1]
+    gaps = [clear(d, turn) for d in dirs]
+    return dirs[int(np.argmax(gaps))], turn
+
+
 def knob(env, inst: str, part: str, turning_on: bool, rng) -> list:
-    """Grasp a knob's ridge across its thickness and turn the wrist to on (KNOB_ON_TO) or off (0)."""
+    """Grasp a knob's ridge and turn the wrist to on (KNOB_ON_TO) or off (KNOB_OFF_TO).
+
+    The fingers close across the ridge's thickness, or, when the hand (20 cm long along its closing
+    direction) would then meet something standing near the knob, along the ridge's length; when it
+    would meet it either way, it turns the knob less far, but still past the on or off threshold.
+    """
     centre, rot = _body(env, f"{inst}_{part}")
     q = env.geometry.joint_value(inst, part)
     grip_point = centre + np.array([0, 0, 0.026])
-    across = rot[:, 1]  # the ridge runs along the knob's x; close the fingers across it
-    dq = (KNOB_ON_TO if turning_on else -0.1) - q
-    hand0 = _hand(env, across)
+    full = (KNOB_ON_TO if turning_on else KNOB_OFF_TO) - q
+    least = (KNOB_ON_LEAST if turning_on else KNOB_OFF_LEAST) - q
+    ridge = math.atan2(rot[1, 0], rot[0, 0])  # the ridge runs along the knob's x
+    footprints = _footprints(env, {inst}, grip_point[2] + HAND_BOTTOM_ABOVE_GRIP)
+    close_dir, dq = knob_grasp(grip_point, ridge, full, least, footprints)
+    hand0 = _hand(env, np.array([math.cos(close_dir), math.sin(close_dir), 0.0]))
     above = np.array([0, 0, 0.08])
     way = [("move", grip_point + above, hand0, OPEN), ("move", grip_point, hand0, OPEN), ("hold", 8, hand0, CLOSED)]
     steps = max(2, int(abs(dq) / 0.15))

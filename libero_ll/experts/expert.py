@@ -17,8 +17,21 @@ from libero_ll.errors import LiberoError
 from libero_ll.envs.placement import joint_target, owner_of
 from libero_ll.experts.articulation import articulation_waypoints
 from libero_ll.experts.push import push_waypoints
+from libero_ll.experts.shelf import (
+    CENTRED,
+    HANG_TILT,
+    LAYER_CLEARANCE,
+    entry_depth,
+    find_layer,
+    insert_waypoints,
+    is_layer,
+    pitched_rotation,
+    push_in_waypoints,
+)
+from libero_ll.experts.tip_over import standing_spot, stands_too_tall, tip_over_waypoints
 from libero_ll.experts.skills import (
     POS_SCALE,
+    WRIST_LIMIT,
     hand_and_wrist,
     hand_down_rotation,
     nearest_equivalent_yaw,
@@ -53,8 +66,11 @@ DRAWER_STANDS_OUT = 0.02
 DRAWER_WALL = 0.02
 # An object put into a drawer stays this far from the drawer's front wall, metres.
 DRAWER_EDGE_GAP = 0.008
-# A waypoint the hand cannot reach exactly (an object in the way) is given up after this many steps.
+# A waypoint the hand cannot reach exactly (an object in the way) is given up after this many steps,
+# or after twice the steps a longer move takes: the controller moves the hand at about TRACKING of
+# the speed an action asks for (its stiffness against its damping), less with a load.
 WAYPOINT_BUDGET = 60
+TRACKING = 0.3
 
 
 @dataclass
@@ -68,6 +84,22 @@ class PickPlace:
 @dataclass
 class Push:
     """Slide `obj` along the surface so that `goal` (On a region) holds: for things the hand cannot pick up."""
+
+    obj: str
+    goal: Predicate
+
+
+@dataclass
+class SlideIn:
+    """Push `obj`, put down in the mouth of a shelf's layer, further in until `goal` (In/On that layer) holds."""
+
+    obj: str
+    goal: Predicate
+
+
+@dataclass
+class TipOver:
+    """Push `obj`, left standing at one end of a container too low for it, over along the container so that `goal` (In) holds."""
 
     obj: str
     goal: Predicate
@@ -94,6 +126,8 @@ def plan(goal_predicates: list[Predicate], instances: dict[str, str], holds=None
     - an object put on another object that is itself moved by the goal is put there after that one
       has been moved (stack on the bowl once the bowl is in the tray);
     - an object the hand cannot pick up (no grasp hint, a plate) is pushed onto its target;
+    - an object put into a layer of a shelf or the microwave (a region with a board over it) is then pushed
+      further in, if it is not in far enough;
     - atoms that already hold at planning time (`holds(atom)` true) are skipped, except placements
       and Close.
 
@@ -124,6 +158,8 @@ def plan(goal_predicates: list[Predicate], instances: dict[str, str], holds=None
                     steps.append(Articulate(inst, part, kind, open_atom))
             graspable = get_model(instances[p.args[0]]).grasp is not None
             steps.append(PickPlace(p.args[0], p) if graspable or p.name == "in" else Push(p.args[0], p))
+            if isinstance(steps[-1], PickPlace) and is_layer(p.args[1], instances):
+                steps.append(SlideIn(p.args[0], p))
         elif p.name in ("open", "close", "turnon", "turnoff"):
             if holds(p) and p.name != "close":
                 continue
@@ -180,7 +216,7 @@ class ScriptedExpert:
         self.env = env
         self.rng = rng
         self.noise = noise
-        self.steps = plan(env.spec.goal_predicates(), env.spec.instances(), env.geometry.holds)
+        self.steps = self._with_tip_overs(plan(env.spec.goal_predicates(), env.spec.instances(), env.geometry.holds))
         self.speed = float(rng.uniform(0.45, 0.7))
         self._queue: list = []
         self._stage = 0
@@ -189,6 +225,20 @@ class ScriptedExpert:
         self._wp_steps = 0
         self._wp_budget = WAYPOINT_BUDGET
         self._load(0)
+
+    def _with_tip_overs(self, steps: list) -> list:
+        """The plan with a TipOver after each placement into a container too low for the object to stand in (see `tip_over`)."""
+        out = []
+        for step in steps:
+            out.append(step)
+            if isinstance(step, PickPlace) and self._too_tall_for(step):
+                out.append(TipOver(step.obj, step.goal))
+        return out
+
+    def _too_tall_for(self, step) -> bool:
+        """Whether the object of an In step, standing in its container, would stick out of the container's region."""
+        region = self._container(step)
+        return region is not None and stands_too_tall(get_model(self.env.spec.instances()[step.obj]), region)
 
     # ------------------------------------------------------------------ waypoints
 
@@ -204,6 +254,12 @@ class ScriptedExpert:
         env, g = self.env, self.env.geometry
         inst = env.spec.instances()
         model = get_model(inst[step.obj])
+        if isinstance(step, SlideIn):
+            self._queue = [] if g.holds(step.goal) else self._slide_in(step, model)
+            return
+        if isinstance(step, TipOver):
+            self._queue = self._tip_over(step, model)
+            return
         if isinstance(step, Push):
             target_xy, bottom_z = self._target(step, model)
             pos = g.pos(step.obj)
@@ -238,6 +294,14 @@ class ScriptedExpert:
         jitter = self.rng.uniform(-0.004, 0.004, size=2)
         grasp = np.array([pos[0] + off[0] + jitter[0], pos[1] + off[1] + jitter[1], grasp_z])
         hand_rot = hand_down_rotation(nearest_equivalent_yaw(yaw + across, *hand_and_wrist(env)))
+        layer = find_layer(env, step.goal.args[1])
+        # Held at its centre (a standing book), an object is not slid under a board (see `shelf`): On a
+        # layer, it is put down from above like anywhere else, which the hand can only do on the
+        # fixture's top; On(layer) holds there too (the region reaches ON_REGION_MAX_HEIGHT above it).
+        centred = float(np.hypot(*(grasp[:2] - pos[:2]))) < CENTRED
+        if layer is not None and not (centred and step.goal.name == "on"):
+            self._queue = self._into_layer(step, model, layer, grasp, hand_rot)
+            return
         # Where the object's bottom must end up, and hence where the hand goes (the grasp offset is kept).
         target_xy, bottom_z = self._target(step, model)
         # Turned about the vertical while carried when it would not fit the container as it lies.
@@ -264,24 +328,114 @@ class ScriptedExpert:
         # The target and the fixture its region belongs to are left out: the place height already
         # accounts for them, and a region inside a fixture (a shelf's layer, a drawer) is entered
         # from the front, not over the fixture's top.
-        radius = float(np.hypot(*model.half_size[:2]))
-        top = highest_top_near(self._obstacles(skip, -np.inf), grasp[:2], place[:2], radius)
-        carry_z = max(carry_z, min(top + model.grasp.height + PASS_OVER, env.arena.robot_base[2] + MAX_CARRY_ABOVE_BASE))
+        carry_z = max(carry_z, self._pass_over(step, model, grasp, place[:2], skip))
+        carry = self._carry_speed(step, grasp)
         up = np.array([0, 0, 1.0])
-        # Held far from its centre (a pan by its handle), an object swings out of the fingers when
-        # carried fast.
-        mass_centre = g.data.xipos[g.body_of[step.obj]]
-        carry = CARRY_SPEED_OFF_CENTRE if float(np.hypot(*(grasp[:2] - mass_centre[:2]))) > OFF_CENTRE else None
-        self._queue = self._transit(grasp + up * APPROACH_HEIGHT, hand_rot, skip={step.obj}) + [
-            ("move", grasp + up * APPROACH_HEIGHT, hand_rot, -1.0),
-            ("move", grasp, hand_rot, -1.0),
-            ("hold", CLOSE_STEPS, hand_rot, 1.0),
+        self._queue = self._pick(step, grasp, hand_rot) + [
             ("move", np.array([grasp[0], grasp[1], carry_z]), hand_rot, 1.0, carry),
             ("move", np.array([place[0], place[1], carry_z]), place_rot, 1.0, carry),
             ("move", place, place_rot, 1.0, carry),
             ("hold", OPEN_STEPS, place_rot, -1.0),
             ("move", place + up * APPROACH_HEIGHT, place_rot, -1.0),
         ]
+
+    def _pick(self, step, grasp: np.ndarray, hand_rot: np.ndarray) -> list:
+        """Waypoints that take the open hand to the grasp point along its own axis and close the fingers there."""
+        # The hand's z axis points out of the palm: the approach lies back along it (straight above
+        # the grasp for a hand pointing down).
+        approach = grasp - hand_rot[:, 2] * APPROACH_HEIGHT
+        return self._transit(approach, hand_rot, skip={step.obj}) + [
+            ("move", approach, hand_rot, -1.0),
+            ("move", grasp, hand_rot, -1.0),
+            ("hold", CLOSE_STEPS, hand_rot, 1.0),
+        ]
+
+    def _held_off_centre(self, step, grasp: np.ndarray) -> bool:
+        """Whether the grasp point lies more than OFF_CENTRE from the object's centre of mass (a pan's handle)."""
+        g = self.env.geometry
+        mass_centre = g.data.xipos[g.body_of[step.obj]]
+        return float(np.hypot(*(grasp[:2] - mass_centre[:2]))) > OFF_CENTRE
+
+    def _carry_speed(self, step, grasp: np.ndarray) -> float | None:
+        """The carrying speed: slow for an object held far from its centre, which swings out of the fingers when carried fast."""
+        return CARRY_SPEED_OFF_CENTRE if self._held_off_centre(step, grasp) else None
+
+    def _pass_over(self, step, model, grasp: np.ndarray, place_xy: np.ndarray, skip: set) -> float:
+        """The hand's height that carries the object's bottom PASS_OVER above whatever stands near its path.
+
+        An object held far from its centre hangs off level (HANG_TILT): its far side is lower by
+        that much. The height is no more than MAX_CARRY_ABOVE_BASE above the robot's base.
+        """
+        radius = float(np.hypot(*model.half_size[:2]))
+        top = highest_top_near(self._obstacles(skip, -np.inf), grasp[:2], place_xy, radius)
+        droop = 0.0
+        if self._held_off_centre(step, grasp):
+            far = float(np.hypot(*(grasp[:2] - self.env.geometry.pos(step.obj)[:2]))) + radius
+            droop = far * math.sin(HANG_TILT)
+        return min(top + model.grasp.height + PASS_OVER + droop, self.env.arena.robot_base[2] + MAX_CARRY_ABOVE_BASE)
+
+    def _into_layer(self, step, model, layer, grasp: np.ndarray, hand_rot: np.ndarray) -> list:
+        """Waypoints that pick an object and slide it into a shelf's layer (see `libero_ll.experts.shelf`).
+
+        Held off its centre (a pan by its handle), the object is turned so that the grasp point
+        faces out of the layer, the object ahead of the hand. Held near its centre, it is picked
+        with the hand pitched toward the back of the layer (after the turn), which lets the hand
+        reach in past the board's edge; it is turned so that the fingers close along the layer's
+        open face.
+        """
+        g = self.env.geometry
+        pos, rot = g.pos(step.obj), g.rot(step.obj)
+        yaw = math.atan2(rot[1, 0], rot[0, 0])
+        offset = grasp[:2] - pos[:2]
+        pitched = float(np.linalg.norm(offset)) < CENTRED
+        inward = math.atan2(layer.inward[1], layer.inward[0])
+        close = math.atan2(hand_rot[1, 0], hand_rot[0, 0])
+        if pitched:
+            pointing = np.array([-math.sin(close), math.cos(close)])
+            if pointing @ layer.inward < 0:
+                pointing = -pointing
+            turn = _wrap(inward - math.atan2(pointing[1], pointing[0]))
+        else:
+            turn = _wrap(inward + math.pi - math.atan2(offset[1], offset[0]))
+        # The fingers may close either way round: the way that keeps the wrist in range through the turn.
+        close = wrist_safe_yaw(close, turn, *hand_and_wrist(self.env))
+        hand_rot = pitched_rotation(close, pointing) if pitched else hand_down_rotation(close)
+        c, s = math.cos(turn), math.sin(turn)
+        turned = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+        lateral = float(self.rng.uniform(-1, 1)) * min(0.015, max(0.0, layer.width - float(np.hypot(*model.half_size[:2]))))
+        offset_in, yaw_in = turned[:2, :2] @ offset, yaw + turn
+        entry = layer.point(entry_depth(layer, model, offset_in, yaw_in), lateral + float(offset_in @ layer.across), 0.0)
+        # The object comes to the layer from the side: it is carried at the height it goes in at,
+        # or over everything near the way there, the fixture too (the path must not cut across it).
+        carry_z = max(grasp[2] + APPROACH_HEIGHT / 2, layer.floor + model.grasp.height + 2 * LAYER_CLEARANCE)
+        carry_z = max(carry_z, self._pass_over(step, model, grasp, entry[:2], {step.obj}))
+        carry = self._carry_speed(step, grasp)
+        return (
+            self._pick(step, grasp, hand_rot)
+            + [("move", np.array([grasp[0], grasp[1], carry_z]), hand_rot, 1.0, carry)]
+            + insert_waypoints(layer, model, offset_in, yaw_in, turned @ hand_rot, pitched, lateral, carry_z, carry)
+        )
+
+    def _slide_in(self, step: SlideIn, model) -> list:
+        """Waypoints that push an object lying in a layer's mouth further in, with the closed fingers along the open face."""
+        env, g = self.env, self.env.geometry
+        layer = find_layer(env, step.goal.args[1])
+        if layer is None:
+            raise LiberoError(f"{step.goal.args[1]!r} is not a layer of a shelf in this scene")
+        rot = g.rot(step.obj)
+        yaw = math.atan2(rot[1, 0], rot[0, 0])
+        along_face = math.atan2(layer.across[1], layer.across[0])
+        hand_rot = hand_down_rotation(nearest_equivalent_yaw(along_face, *hand_and_wrist(env)))
+        hand = env.robot_proprio()["ee_pos"]
+        return push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, hand_rot)
+
+    def _tip_over(self, step: TipOver, model) -> list:
+        """Waypoints that push a standing object over along its container, fingers closing along the fall."""
+        region = self._container(step)
+        _, fall = standing_spot(region, model, np.asarray(self.env.arena.robot_base))
+        hand_rot = hand_down_rotation(nearest_equivalent_yaw(math.atan2(fall[1], fall[0]), *hand_and_wrist(self.env)))
+        hand = self.env.robot_proprio()["ee_pos"]
+        return tip_over_waypoints(self.env.geometry.pos(step.obj), model, fall, hand, hand_rot)
 
     def _transit(self, approach: np.ndarray, hand_rot: np.ndarray, skip: set) -> list:
         """Waypoints that take the open hand over whatever stands between it and `approach` (maybe none).
@@ -366,7 +520,11 @@ class ScriptedExpert:
         region = g.site_region(where)
         if region is None:
             raise LiberoError(f"the scripted expert cannot find region {where!r}")
-        xy = free_spot(region, model, self._others_in(region, step.obj), inside=step.goal.name == "in") + jitter
+        if step.goal.name == "in" and stands_too_tall(model, region):
+            # Stood at one end of the container, to be pushed over along it (TipOver).
+            xy = standing_spot(region, model, np.asarray(self.env.arena.robot_base))[0] + jitter
+        else:
+            xy = free_spot(region, model, self._others_in(region, step.obj), inside=step.goal.name == "in") + jitter
         bottom = region.center[2] - region.half[2]
         if step.goal.name == "in":
             return xy, bottom + RELEASE_CLEARANCE + 0.02
@@ -415,7 +573,7 @@ class ScriptedExpert:
             rot_err = np.linalg.norm(_axis_angle(hand_rot @ rot.T))
             if self._wp_steps == 0:
                 # A long or slow move gets the steps it needs at its speed, twice over.
-                self._wp_budget = max(WAYPOINT_BUDGET, int(2 * err / (speed * POS_SCALE)))
+                self._wp_budget = max(WAYPOINT_BUDGET, int(2 * err / (speed * POS_SCALE * TRACKING)))
             if (err > POS_TOL or rot_err > ROT_TOL) and self._wp_steps < self._wp_budget:
                 self._wp_steps += 1
                 a = servo(pos, rot, target, hand_rot, grip, speed)
@@ -446,6 +604,20 @@ ROUND_RIMS = {
 }
 # Beyond this clearance (metres) from other things, a pinch point is as good as any.
 GRASP_CLEARANCE = 0.05
+
+
+def wrist_safe_yaw(close_dir: float, turn: float, current_rot: np.ndarray, wrist: float) -> float:
+    """Of close_dir and close_dir ± pi, the hand yaw to grasp with so that turning by `turn` afterwards keeps the wrist in range.
+
+    As in `nearest_equivalent_yaw`, turning a hand pointing down by d about the vertical turns the
+    Panda's last joint by about -d. Of the yaws that keep that joint within WRIST_LIMIT at the
+    grasp, the one that leaves it nearest the middle of its range after the turn wins (the
+    estimate is rough: the joint's ends are best kept for the grasp's own error).
+    """
+    now = math.atan2(current_rot[1, 0], current_rot[0, 0])
+    cands = [close_dir, close_dir + math.pi, close_dir - math.pi]
+    within = [c for c in cands if abs(wrist - _wrap(c - now)) <= WRIST_LIMIT] or cands
+    return min(within, key=lambda c: (abs(wrist - _wrap(c - now) - turn), abs(_wrap(c - now))))
 
 
 def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], float]]:

@@ -20,9 +20,11 @@ PUSH_HEIGHT = 0.017
 PUSH_BACKOFF = 0.03
 PUSH_ABOVE = 0.1
 # The push goes in steps of about this length (metres) so that the object keeps pace with the hand.
-PUSH_STEP = 0.02
-# Pushing speed cap, units of position action (0.3 = 1.5 cm per control step).
-PUSH_SPEED = 0.3
+# The controller's force grows with the distance to the next waypoint: with short steps (2 cm) and a
+# slow cap (1.5 cm per step) a plate's friction stalls the hand at every step.
+PUSH_STEP = 0.06
+# Pushing speed cap, units of position action (0.8 = 4 cm per control step).
+PUSH_SPEED = 0.8
 
 
 def push_waypoints(start_xy: np.ndarray, target_xy: np.ndarray, radius: float, surface_z: float, ee_rot: np.ndarray) -> list:

@@ -1,0 +1,352 @@
+"""Putting things into the layers of an open shelf: in from the front, under the board above.
+
+A layer is a region of a fixture with a board of that same fixture over it (the bottom and top
+layers of the two-layer shelf) and at least one side open. The hand cannot come down onto it: the
+board stops the wrist. Instead the object is carried to the front of the layer at the layer's
+height, slid in through the open side and released, and the hand goes back out the way it came.
+
+The Panda's hand, pointing down, cannot pass under a board roofing a layer about 17 cm tall: its
+wrist stops HAND_FRONT in front of the board's edge. So
+- an object held far from its centre (a pan by its handle) hangs ahead of the hand into the layer
+  and is released there; what still sticks out of the layer is then pushed in by its back end with
+  the closed fingers (`push_in_waypoints`);
+- an object held near its centre (a standing book) is picked with the hand pitched forward
+  (PITCH): the fingertips then lead and the wrist trails behind and above them, so the hand can
+  reach PITCHED_REACH past the edge, deep enough to put the object down inside. (Not yet
+  reliable: so pitched, the Panda's sixth joint reaches its limit near the shelf, and the hand
+  stops about 2 cm short.)
+
+The inside of a microwave is a layer too, behind a door (opened first; what goes in must be in
+whole for the door to close) and tall enough (22 cm) for the hand pushing low, its wrist under the
+top panel, to push a thing in deep. Putting a mug in does not work yet: its floor is a 2.5 cm lip
+above the table, flush with the door; held by its rim with the hand pointing down, the mug's centre
+stays about 3.7 cm ahead of the hand, which stops HAND_FRONT in front of the top panel's edge, so
+the mug is set down in front of the lip and cannot be pushed over it; pinched low enough for the
+wrist to pass under the panel, the mug (which slips about 1 cm and tilts about 7 degrees in the
+fingers) scrapes the lip, and one finger, inside it, could not rise out under the panel anyway.
+
+Depth along the layer is measured from the open face of the fixture, inward (negative in front of
+the fixture).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from libero_ll.assets.categories import get_model
+from libero_ll.envs.placement import owner_of
+
+# A board of the fixture lying at most this far (metres) above a region's top roofs it.
+ROOF_REACH = 0.05
+# How far in front of the front edge of the board over a layer the wrist of a hand pointing down
+# stops (metres, hand centre): measured, the Panda's link 7 touches the board's edge at 4.3 cm.
+HAND_FRONT = 0.05
+# With the hand pointing down, the top of its wrist (link 7) stands this high above the grip point
+# (measured 0.156), metres: the hand goes in under a board only when that top stays below it.
+WRIST_TOP = 0.16
+# The hand pitched PITCH radians forward (fingertips toward the back of the layer) reaches this far
+# past the open face without the wrist touching the board above (measured at 45 degrees: 5 cm;
+# pitched more than about 35 degrees the hand cannot reach down to a standing book's grasp).
+PITCH = 0.6
+PITCHED_REACH = 0.035
+# An object is held near its centre when the grasp point is within this distance of it, metres.
+CENTRED = 0.02
+# The carried object's front stops this far in front of the open face before it is slid in.
+APPROACH_GAP = 0.04
+# Slack kept between the object and the layer's floor, roof and back, metres.
+LAYER_CLEARANCE = 0.012
+# An object held off its centre hangs up to this much off level while carried (a pan by its
+# handle: 5 to 30 degrees), radians; its far side is that much lower.
+HANG_TILT = 0.45
+# An object counts as in far enough when its centre is this far inside the region's front face.
+DEPTH_MARGIN = 0.02
+# Pushing: the closed fingers start this far behind the object's back end, touch it this high above
+# the floor (low, so that a standing object slides rather than tips) and reach FINGER_LEAD ahead of
+# the hand's centre. A move counts as done STOP_SHORT before its target (the expert's tolerance):
+# the push aims that much further.
+PUSH_STANDOFF = 0.04
+PUSH_HEIGHT = 0.033
+FINGER_LEAD = 0.011
+STOP_SHORT = 0.008
+PUSH_SPEED = 0.6
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """What makes a region of a model a layer, in the model's frame.
+
+    Args:
+        roof_gap: height of the underside of the board over the region above the region's top, metres.
+        open_dir: unit vector (x, y) out of the layer through its open side.
+        face: distance from the region's centre to the fixture's open face along `open_dir`, metres.
+        back_gap: distance from the region's back face to the wall behind it, metres (0 without one).
+        edge: depth of the roof board's front edge behind the open face, metres (0: flush with it).
+        door: whether a door of the model closes over the layer (the whole object must then be in).
+    """
+
+    roof_gap: float
+    open_dir: tuple[float, float]
+    face: float
+    back_gap: float = 0.0
+    edge: float = 0.0
+    door: bool = False
+
+
+def layer_shape(model, region_name: str) -> LayerShape | None:
+    """The layer a region of a fixture model is, or None when no board of the model roofs it.
+
+    A board roofs the region when a colliding box of the model covers the region's centre from
+    above, its underside at most ROOF_REACH above the region's top. A side is closed when a box
+    stands beyond it covering the middle of that side; the open side is the model's front (+x) when
+    that is open, else the first open one of -x, +y, -y. A roofed region with no open side is no
+    layer (the hand cannot get in at all), nor is the inside of a drawer (it is pulled open, then
+    reached from above like any container). The inside of a microwave is a layer behind a door: the
+    door is opened first, and the object must be in whole for it to close.
+    """
+    region = next((r for r in model.regions if r.name == region_name), None)
+    part = model.control(region_name) if region is not None else None
+    if region is None or (part is not None and part.joint.kind != "door"):
+        return None
+    c, h = np.asarray(region.pos, dtype=float), np.asarray(region.half_size, dtype=float)
+    boxes = [
+        (np.asarray(g.pos, dtype=float), np.asarray(g.size, dtype=float))
+        for g in model.geoms
+        if g.type == "box" and g.collide and g.yaw == 0.0 and g.axis == "z"
+    ]
+    top = c[2] + h[2]
+    roofs = [
+        (p[2] - s[2] - top, p, s)
+        for p, s in boxes
+        if abs(c[0] - p[0]) <= s[0] and abs(c[1] - p[1]) <= s[1] and -0.005 <= p[2] - s[2] - top <= ROOF_REACH
+    ]
+    if not roofs:
+        return None
+    roof_gap, roof_pos, roof_size = min(roofs, key=lambda r: r[0])
+
+    def walls(axis: int, sign: float) -> list[float]:
+        """Gaps from the region's face on one side to the boxes standing beyond it, covering its middle."""
+        point = c.copy()
+        point[axis] += sign * h[axis]
+        other = [k for k in range(3) if k != axis]
+        gaps = [sign * (p[axis] - s[axis] * sign - point[axis]) for p, s in boxes if all(abs(point[k] - p[k]) <= s[k] for k in other)]
+        return [gap for gap in gaps if gap >= -0.005]
+
+    for axis, sign in ((0, 1.0), (0, -1.0), (1, 1.0), (1, -1.0)):
+        if not walls(axis, sign):
+            open_dir = (sign, 0.0) if axis == 0 else (0.0, sign)
+            face = model.half_size[axis] - sign * c[axis]
+            back_gap = max(0.0, min(walls(axis, -sign), default=0.0))
+            roof_front = sign * (roof_pos[axis] - c[axis]) + roof_size[axis]
+            edge = max(0.0, float(face - roof_front))
+            return LayerShape(float(roof_gap), open_dir, float(face), float(back_gap), edge, part is not None)
+    return None
+
+
+def is_layer(where: str, instances: dict[str, str]) -> bool:
+    """Whether a full region name (``<instance>_<region>``) is a layer of its fixture."""
+    split = owner_of(where, instances)
+    if split is None:
+        return False
+    inst, region = split
+    return layer_shape(get_model(instances[inst]), region) is not None
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A layer in the world, as the expert moves things into it.
+
+    Args:
+        floor: height of the layer's floor (the region's bottom), metres.
+        roof: height of the underside of the board over it, metres.
+        face: a point (x, y) on the fixture's open face, level with the region's centre.
+        inward: unit vector (x, y) from the open face toward the back of the layer.
+        across: unit vector (x, y) along the open face.
+        front, back, middle: depths of the region's front face, of the wall behind it (of its
+            back face without one) and of its centre, metres.
+        width: the region's half extent along the open face, metres.
+        edge: depth of the front edge of the board over the layer, metres.
+        door: whether a door closes over the layer: what goes in must be in whole.
+    """
+
+    floor: float
+    roof: float
+    face: np.ndarray
+    inward: np.ndarray
+    across: np.ndarray
+    front: float
+    back: float
+    middle: float
+    width: float
+    edge: float = 0.0
+    door: bool = False
+
+    def depth(self, xy: np.ndarray) -> float:
+        """How far a point lies inside the open face, metres (negative in front of it)."""
+        return float((np.asarray(xy)[:2] - self.face) @ self.inward)
+
+    def point(self, depth: float, lateral: float, z: float) -> np.ndarray:
+        """The world point at a depth, a distance along the face from the face point, and a height."""
+        xy = self.face + self.inward * depth + self.across * lateral
+        return np.array([xy[0], xy[1], z])
+
+
+def find_layer(env, where: str) -> Layer | None:
+    """The layer a full region name names in this scene, or None when it is no layer."""
+    instances = env.spec.instances()
+    split = owner_of(where, instances)
+    if split is None:
+        return None
+    shape = layer_shape(get_model(instances[split[0]]), split[1])
+    region = env.geometry.site_region(where)
+    if shape is None or region is None:
+        return None
+    out = region.rot[:2, :2] @ np.asarray(shape.open_dir)
+    out = out / np.linalg.norm(out)
+    axis = 0 if shape.open_dir[0] != 0.0 else 1
+    half_in, half_across = region.half[axis], region.half[1 - axis]
+    return Layer(
+        floor=float(region.center[2] - region.half[2]),
+        roof=float(region.center[2] + region.half[2] + shape.roof_gap),
+        face=region.center[:2] + out * shape.face,
+        inward=-out,
+        across=np.array([-out[1], out[0]]),
+        front=float(shape.face - half_in),
+        back=float(shape.face + half_in + shape.back_gap),
+        middle=float(shape.face),
+        width=float(half_across),
+        edge=float(shape.edge),
+        door=shape.door,
+    )
+
+
+def pitched_rotation(close_dir: float, pointing: np.ndarray, pitch: float = PITCH) -> np.ndarray:
+    """Rotation of a hand whose fingers close along the world angle `close_dir`, tipped forward.
+
+    The fingertips point down and `pitch` radians toward the horizontal unit vector `pointing`
+    (perpendicular to the closing direction); with pitch 0 this is `hand_down_rotation`.
+    """
+    x = np.array([math.cos(close_dir), math.sin(close_dir), 0.0])
+    p = np.array([pointing[0], pointing[1], 0.0])
+    z = p * math.sin(pitch) - np.array([0.0, 0.0, 1.0]) * math.cos(pitch)
+    return np.stack([x, np.cross(z, x), z], axis=1)
+
+
+def footprint_extent(model, yaw: float, direction: np.ndarray) -> float:
+    """How far an object's footprint (half sizes, turned by yaw) reaches from its centre along a unit direction."""
+    a = yaw - math.atan2(direction[1], direction[0])
+    return abs(math.cos(a)) * model.half_size[0] + abs(math.sin(a)) * model.half_size[1]
+
+
+def entry_depth(layer: Layer, model, grasp_offset: np.ndarray, yaw: float) -> float:
+    """The depth of the hand (negative: in front of the layer) that keeps the held object APPROACH_GAP in front of it.
+
+    Args are as for `insert_waypoints`.
+    """
+    return float(grasp_offset @ layer.inward) - footprint_extent(model, yaw, layer.inward) - APPROACH_GAP
+
+
+def insert_waypoints(
+    layer: Layer,
+    model,
+    grasp_offset: np.ndarray,
+    yaw: float,
+    hand_rot: np.ndarray,
+    pitched: bool,
+    lateral: float,
+    carry_z: float,
+    speed: float | None,
+) -> list:
+    """Waypoints that carry a held object in front of a layer, slide it in, release it and back out.
+
+    The hand is over the object's grasp point; the object is already turned as it goes in.
+
+    Args:
+        layer: the layer.
+        model: the held object's model.
+        grasp_offset: (x, y) from the object's centre to the hand, world frame, as it goes in.
+        yaw: the object's yaw as it goes in.
+        hand_rot: the hand's rotation as it goes in.
+        pitched: whether the hand is pitched forward (it may then reach past the open face).
+        lateral: where along the open face the object's centre goes, metres from the face point.
+        carry_z: the height the hand is carried at before it comes down in front of the layer.
+        speed: carrying speed (None: the expert's own).
+    """
+    u = layer.inward
+    ahead = footprint_extent(model, yaw, u)
+    # The hand's depth relative to the object's centre, and where the centre should end: in the
+    # middle of the region, or as deep as the back allows.
+    behind = float(grasp_offset @ u)
+    centre_goal = min(layer.middle, layer.back - ahead - LAYER_CLEARANCE)
+    reach = layer.edge + (PITCHED_REACH if pitched else -HAND_FRONT)
+    hand_depth = min(centre_goal + behind, reach)
+    # Held off centre, the object hangs with its far side low: it goes in that much higher, as far
+    # as the roof allows.
+    droop = 0.0 if pitched else (ahead - behind) * math.sin(HANG_TILT)
+    height = 2 * model.half_size[2]
+    lowest = layer.floor + model.grasp.height + LAYER_CLEARANCE
+    highest = layer.roof - (height - model.grasp.height) - LAYER_CLEARANCE
+    slide_z = max(lowest, min(lowest + droop, highest))
+    release_z = lowest
+    side = lateral + float(grasp_offset @ layer.across)
+    entry = entry_depth(layer, model, grasp_offset, yaw)
+    start = layer.point(entry, side, carry_z)
+    outside = layer.point(entry, side, slide_z)
+    inside = layer.point(hand_depth, side, slide_z)
+    down = layer.point(hand_depth, side, release_z)
+    # Back out along the object (open fingers straddling a handle slide off its end), to behind
+    # its back end, where a push in would start.
+    back = layer.point(hand_depth - behind - ahead - PUSH_STANDOFF, side, release_z + 0.005)
+    return [
+        ("move", start, hand_rot, 1.0, speed),
+        ("move", outside, hand_rot, 1.0, speed),
+        ("move", inside, hand_rot, 1.0, speed),
+        ("move", down, hand_rot, 1.0, speed),
+        ("hold", 6, hand_rot, -1.0),
+        ("move", back, hand_rot, -1.0),
+    ]
+
+
+def push_in_waypoints(layer: Layer, model, pos: np.ndarray, yaw: float, hand: np.ndarray, hand_rot: np.ndarray) -> list:
+    """Waypoints that push an object lying in a layer's mouth further in, by its back end; [] when it is in far enough.
+
+    The closed fingers come down behind the object's back end (as seen from the open face), push
+    it in along the layer until its centre (behind a door: its back end) is DEPTH_MARGIN past the
+    region's front face (a little more, where the back allows), and back out. The hand stops
+    HAND_FRONT in front of the board's edge unless it pushes low enough for its wrist to pass under
+    the board (a microwave is that tall).
+
+    Args:
+        layer: the layer.
+        model: the object's model.
+        pos: the object's centre now (world).
+        yaw: its yaw now.
+        hand: the hand's position now.
+        hand_rot: the rotation the hand pushes with (pointing down).
+    """
+    u = layer.inward
+    depth = layer.depth(pos)
+    extent = footprint_extent(model, yaw, u)
+    inset = extent if layer.door else 0.0
+    goal = min(layer.front + inset + 2 * DEPTH_MARGIN, layer.back - extent - LAYER_CLEARANCE)
+    if depth >= layer.front + inset + DEPTH_MARGIN or goal <= depth:
+        return []
+    rear = depth - extent
+    lateral = float((pos[:2] - layer.face) @ layer.across)
+    z = layer.floor + min(model.grasp.height, PUSH_HEIGHT) + 0.002
+    behind = layer.point(rear - PUSH_STANDOFF, lateral, z)
+    last = rear + (goal - depth) - FINGER_LEAD + STOP_SHORT
+    if z + WRIST_TOP > layer.roof:
+        last = min(last, layer.edge - HAND_FRONT)
+    # Back along the layer first, at the hand's height (open fingers straddling a handle slide
+    # off its end), then down behind the object.
+    level = layer.point(rear - PUSH_STANDOFF, lateral, max(hand[2], z))
+    return [
+        ("move", level, hand_rot, -1.0),
+        ("move", behind, hand_rot, -1.0),
+        ("hold", 8, hand_rot, 1.0),
+        ("move", layer.point(last, lateral, z), hand_rot, 1.0, PUSH_SPEED),
+        ("move", layer.point(last - 0.06, lateral, z + 0.02), hand_rot, 1.0),
+    ]

@@ -1,0 +1,159 @@
+"""Putting things into a shelf's layers: which regions are layers, the plan, the insertion and the push."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import libero_ll.assets  # noqa: F401  (registers the categories)
+from libero_ll.assets.categories import get_model
+from libero_ll.bddl.spec import Predicate
+from libero_ll.experts.shelf import (
+    HAND_FRONT,
+    WRIST_TOP,
+    Layer,
+    insert_waypoints,
+    is_layer,
+    layer_shape,
+    pitched_rotation,
+    push_in_waypoints,
+)
+
+SHELF = {"wooden_two_layer_shelf_1": "wooden_two_layer_shelf", "chefmate_8_frypan_1": "chefmate_8_frypan"}
+
+
+def _layer() -> Layer:
+    """The bottom layer of a shelf whose open face is the plane x = 0, entered along +x."""
+    return Layer(
+        floor=0.82,
+        roof=0.99,
+        face=np.array([0.0, -0.3]),
+        inward=np.array([1.0, 0.0]),
+        across=np.array([0.0, 1.0]),
+        front=0.015,
+        back=0.23,
+        middle=0.115,
+        width=0.2,
+    )
+
+
+def test_only_the_shelf_layers_under_a_board_are_layers():
+    shelf = get_model("wooden_two_layer_shelf")
+    for name in ("bottom_region", "top_region"):
+        shape = layer_shape(shelf, name)
+        assert shape is not None
+        assert shape.open_dir == (1.0, 0.0)  # the back board closes -x, the sides close +-y
+        assert shape.roof_gap == pytest.approx(0.0, abs=1e-9)
+        assert shape.back_gap == pytest.approx(0.015)
+    assert layer_shape(shelf, "top_side") is None  # nothing over the top
+    assert layer_shape(shelf, "no_such_region") is None
+    # An open rack, a caddy's compartments and a drawer's inside are no layers.
+    assert layer_shape(get_model("wine_rack"), "top_region") is None
+    assert layer_shape(get_model("desk_caddy"), "front_contain_region") is None
+    assert is_layer("wooden_two_layer_shelf_1_bottom_region", SHELF)
+    assert not is_layer("wooden_two_layer_shelf_1_top_side", SHELF)
+    assert not is_layer("kitchen_table_somewhere", SHELF)
+
+
+def test_planner_pushes_in_after_putting_into_a_layer_only():
+    from libero_ll.experts.expert import PickPlace, SlideIn, plan
+
+    into = Predicate("in", ("chefmate_8_frypan_1", "wooden_two_layer_shelf_1_bottom_region"))
+    steps = plan([into], SHELF)
+    assert [type(s) for s in steps] == [PickPlace, SlideIn]
+    assert steps[1].obj == "chefmate_8_frypan_1" and steps[1].goal == into
+    on_top = Predicate("on", ("chefmate_8_frypan_1", "wooden_two_layer_shelf_1_top_side"))
+    assert [type(s) for s in plan([on_top], SHELF)] == [PickPlace]
+
+
+def test_pan_goes_in_handle_first_from_the_front_and_the_hand_stays_out():
+    pan = get_model("chefmate_8_frypan")
+    layer = _layer()
+    # Handle pointing out of the layer (-x): the hand is 3.6 cm out from the pan's centre.
+    offset = np.array([-0.036, 0.0])
+    hand = pitched_rotation(math.pi / 2, layer.inward, 0.0)
+    way = insert_waypoints(layer, pan, offset, math.pi, hand, False, 0.0, 1.0, 0.25)
+    moves = [w for w in way if w[0] == "move"]
+    start, outside, inside, down, back = (m[1] for m in moves)
+    # It comes down in front of the layer with the pan clear of the open face, then slides in level.
+    assert layer.depth(outside) + 0.036 + pan.half_size[0] < 0
+    assert outside[2] == pytest.approx(inside[2]) and outside[2] < layer.roof
+    assert layer.depth(inside) == pytest.approx(-HAND_FRONT)
+    # Released just over the floor, and the open hand backs out past the handle's end.
+    assert down[2] == pytest.approx(layer.floor + pan.grasp.height + 0.012)
+    assert [w[0] for w in way].index("hold") == 4 and way[4][3] == -1.0
+    assert layer.depth(back) < layer.depth(inside) + 0.036 - pan.half_size[0]
+    # No waypoint of the hand lies past the board's edge.
+    assert max(layer.depth(m[1]) for m in moves) <= -HAND_FRONT + 1e-9
+
+
+def test_push_in_starts_behind_the_back_end_and_stops_before_the_back_wall():
+    pan = get_model("chefmate_8_frypan")
+    layer = _layer()
+    rot = pitched_rotation(math.pi / 2, layer.inward, 0.0)
+    # Released with its centre 2 cm short of the open face: pushed in by the handle's end.
+    pos = np.array([-0.02, -0.3, 0.842])
+    way = push_in_waypoints(layer, pan, pos, math.pi, np.array([-0.3, -0.3, 0.87]), rot)
+    moves = [w for w in way if w[0] == "move"]
+    behind, push = moves[1][1], moves[2][1]
+    rear = layer.depth(pos) - pan.half_size[0]
+    assert layer.depth(behind) < rear  # the fingers come down behind the handle's end
+    assert way[2][0] == "hold" and way[2][3] == 1.0  # and close before pushing
+    pushed = layer.depth(push) - rear  # how far the pan's centre moves, give or take the fingers
+    assert layer.front + 0.005 < layer.depth(pos) + pushed
+    assert layer.depth(pos) + pushed - 0.011 + pan.half_size[0] <= layer.back
+    # In far enough already: nothing to do.
+    deep = np.array([0.05, -0.3, 0.842])
+    assert push_in_waypoints(layer, pan, deep, math.pi, np.array([-0.3, -0.3, 0.87]), rot) == []
+
+
+def test_pitched_hand_leans_its_fingertips_toward_the_back():
+    rot = pitched_rotation(math.pi / 2, np.array([1.0, 0.0]), math.pi / 4)
+    np.testing.assert_allclose(rot[:, 2], [math.sqrt(0.5), 0.0, -math.sqrt(0.5)], atol=1e-12)
+    np.testing.assert_allclose(rot[:, 0], [0.0, 1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(rot.T @ rot, np.eye(3), atol=1e-12)
+    assert np.linalg.det(rot) == pytest.approx(1.0)
+
+
+def test_grasp_yaw_keeps_the_wrist_in_range_through_the_turn():
+    from libero_ll.experts.expert import wrist_safe_yaw
+    from libero_ll.experts.skills import hand_down_rotation
+
+    now = hand_down_rotation(math.pi / 2)
+    # A pan on the table, handle along +y, goes into a layer handle first toward -x: a quarter
+    # turn. Closing at -pi would leave the wrist 2.3 rad round; closing at 0 brings it back.
+    close = wrist_safe_yaw(-math.pi, math.pi / 2, now, math.pi / 4)
+    assert math.isclose(math.cos(close), 1.0, abs_tol=1e-9)
+
+
+def test_the_microwave_inside_is_a_layer_behind_a_door_with_a_set_back_roof_edge():
+    shape = layer_shape(get_model("microwave"), "heating_region")
+    assert shape is not None and shape.door
+    assert shape.open_dir == (1.0, 0.0)
+    # The top panel ends 2 cm behind the front of the control panel.
+    assert shape.edge == pytest.approx(0.02)
+    assert not layer_shape(get_model("wooden_two_layer_shelf"), "bottom_region").door
+
+
+def test_push_in_behind_a_door_takes_the_whole_object_in_and_goes_under_a_high_roof():
+    from dataclasses import replace
+
+    mug = get_model("white_yellow_mug")
+    rot = pitched_rotation(0.0, np.array([1.0, 0.0]), 0.0)
+    # The mug's centre 4 cm inside the region's front face: in far enough for a shelf, not behind a door.
+    pos = np.array([0.055, -0.3, 0.865])
+    shelf = _layer()
+    assert push_in_waypoints(shelf, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), rot) == []
+    door = replace(shelf, roof=1.05, door=True, edge=0.02)
+    way = push_in_waypoints(door, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), rot)
+    push = [w for w in way if w[0] == "move"][2]
+    # Low enough for the wrist to pass under the roof, the fingers push the back end past the front face.
+    assert push[1][2] + WRIST_TOP <= door.roof
+    assert door.depth(push[1]) + 0.011 > door.front
+    assert door.depth(push[1]) > door.edge - HAND_FRONT
+    # Under a low roof the hand stops in front of the board's edge.
+    low = replace(door, roof=0.99)
+    push = [w for w in push_in_waypoints(low, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), rot) if w[0] == "move"][2]
+    assert door.depth(push[1]) == pytest.approx(low.edge - HAND_FRONT)
