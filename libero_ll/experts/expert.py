@@ -38,7 +38,7 @@ from libero_ll.experts.skills import (
     servo,
 )
 
-EXPERT_VERSION = "scripted-expert 0.4"
+EXPERT_VERSION = "scripted-expert 0.5"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
