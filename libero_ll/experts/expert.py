@@ -317,6 +317,13 @@ class ScriptedExpert:
             a = yaw + turn - math.atan2(out[1], out[0])
             extent = abs(math.cos(a)) * model.half_size[0] + abs(math.sin(a)) * model.half_size[1]
             target_xy = target_xy + out * max(0.0, container.half[0] - extent - DRAWER_EDGE_GAP)
+        if abs(turn) > 1e-6:
+            # The hand turns while it carries; at the end of the wrist's range the arm swings off
+            # its path. The Panda's last joint at the grasp: it turns by about -d for a turn d of
+            # the hand about the vertical.
+            ee_rot, wrist = hand_and_wrist(env)
+            d = _wrap(math.atan2(hand_rot[1, 0], hand_rot[0, 0]) - math.atan2(ee_rot[1, 0], ee_rot[0, 0]))
+            turn = wrist_safe_turn(turn, wrist - d)
         c, s = math.cos(turn), math.sin(turn)
         offset = np.array([[c, -s], [s, c]]) @ (grasp[:2] - pos[:2])
         place = np.array([target_xy[0] + offset[0], target_xy[1] + offset[1], bottom_z + model.grasp.height])
@@ -604,6 +611,16 @@ ROUND_RIMS = {
 }
 # Beyond this clearance (metres) from other things, a pinch point is as good as any.
 GRASP_CLEARANCE = 0.05
+
+
+def wrist_safe_turn(turn: float, wrist: float) -> float:
+    """Of turn and turn ± pi, the smallest that keeps the Panda's last joint (at `wrist` when the turn starts) within WRIST_LIMIT.
+
+    A carried object turned to fit a box (`fit_turn`) or to lie along a drawer's front fits as
+    well turned half a revolution more or less. Turning the hand by d turns the joint by about -d.
+    """
+    cands = (turn, turn - math.pi, turn + math.pi)
+    return min(cands, key=lambda t: (abs(wrist - t) > WRIST_LIMIT, abs(t)))
 
 
 def wrist_safe_yaw(close_dir: float, turn: float, current_rot: np.ndarray, wrist: float) -> float:

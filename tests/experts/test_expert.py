@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -232,3 +233,19 @@ def test_open_hand_passes_over_a_tall_neighbour_and_comes_down_straight():
         assert approach[1][2] < across[1][2]
     finally:
         env.close()
+
+
+def test_carry_turn_goes_the_way_round_that_keeps_the_wrist_in_range():
+    from libero_ll.experts.expert import wrist_safe_turn
+    from libero_ll.experts.skills import WRIST_LIMIT
+
+    # A quarter turn either way fits a drawer's front equally; with the wrist already at 1.65 rad,
+    # turning by -pi/2 would take it to 3.2 (past its 2.9 stop): the other way round is chosen.
+    assert wrist_safe_turn(-math.pi / 2, 1.65) == pytest.approx(math.pi / 2)
+    # With room either way the smaller turn is kept.
+    assert wrist_safe_turn(0.3, 0.0) == pytest.approx(0.3)
+    assert wrist_safe_turn(-0.3, 2.0) == pytest.approx(-0.3)
+    # Whatever is chosen stays within the limit when any of the three can.
+    for wrist in (-2.5, -1.0, 0.0, 1.0, 2.5):
+        for turn in (-1.5, -0.7, 0.7, 1.5):
+            assert abs(wrist - wrist_safe_turn(turn, wrist)) <= WRIST_LIMIT
