@@ -20,7 +20,7 @@ import numpy as np
 
 from libero_ll.assets.categories import get_model
 from libero_ll.assets.fixtures import HANDLE_STANDOFF
-from libero_ll.experts.skills import hand_and_wrist, hand_down_rotation, nearest_equivalent_yaw
+from libero_ll.experts.skills import footprints, hand_and_wrist, hand_down_rotation, nearest_equivalent_yaw
 
 CLOSED, OPEN = 1.0, -1.0
 # How far past the threshold a part is driven, metres or radians.
@@ -250,22 +250,6 @@ HAND_BOTTOM_ABOVE_GRIP = 0.026
 KNOB_CLEARANCE = 0.03
 
 
-def _footprints(env, skip: set, above: float) -> list:
-    """(centre xy, yaw, half x, half y) of the instances but `skip` whose tops reach higher than `above`."""
-    g = env.geometry
-    out = []
-    for inst, cat in env.spec.instances().items():
-        if inst in skip or inst not in g.body_of or inst == g.workspace_name:
-            continue
-        model = get_model(cat)
-        p = g.pos(inst)
-        if model.kind == "workspace" or p[2] + model.half_size[2] <= above:
-            continue
-        r = g.rot(inst)
-        out.append((p[:2], math.atan2(r[1, 0], r[0, 0]), model.half_size[0], model.half_size[1]))
-    return out
-
-
 def hand_clearance(point: np.ndarray, close_dir: float, footprints: list) -> float:
     """The smallest gap (metres, 0 when they overlap) between a downward hand's footprint and `footprints`.
 
@@ -279,7 +263,7 @@ def hand_clearance(point: np.ndarray, close_dir: float, footprints: list) -> flo
     v = np.linspace(-HAND_HALF_DEPTH, HAND_HALF_DEPTH, 8)
     pts = (point[:2] + u[:, None, None] * along + v[None, :, None] * across).reshape(-1, 2)
     best = math.inf
-    for centre, yaw, hx, hy in footprints:
+    for centre, yaw, hx, hy, *_ in footprints:
         c, s = math.cos(yaw), math.sin(yaw)
         d = pts - centre
         local = np.stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]], axis=1)
@@ -327,8 +311,8 @@ def knob(env, inst: str, part: str, turning_on: bool, rng) -> list:
     full = (KNOB_ON_TO if turning_on else KNOB_OFF_TO) - q
     least = (KNOB_ON_LEAST if turning_on else KNOB_OFF_LEAST) - q
     ridge = math.atan2(rot[1, 0], rot[0, 0])  # the ridge runs along the knob's x
-    footprints = _footprints(env, {inst}, grip_point[2] + HAND_BOTTOM_ABOVE_GRIP)
-    close_dir, dq = knob_grasp(grip_point, ridge, full, least, footprints)
+    nearby = list(footprints(env, {inst}, grip_point[2] + HAND_BOTTOM_ABOVE_GRIP).values())
+    close_dir, dq = knob_grasp(grip_point, ridge, full, least, nearby)
     hand0 = _hand(env, np.array([math.cos(close_dir), math.sin(close_dir), 0.0]))
     above = np.array([0, 0, 0.08])
     way = [("move", grip_point + above, hand0, OPEN), ("move", grip_point, hand0, OPEN), ("hold", 8, hand0, CLOSED)]

@@ -23,6 +23,7 @@ from libero_ll.experts.shelf import (
     LAYER_CLEARANCE,
     entry_depth,
     find_layer,
+    footprint_extent,
     insert_waypoints,
     is_layer,
     pitched_rotation,
@@ -31,11 +32,13 @@ from libero_ll.experts.shelf import (
 from libero_ll.experts.tip_over import standing_spot, stands_too_tall, tip_over_waypoints
 from libero_ll.experts.skills import (
     POS_SCALE,
-    WRIST_LIMIT,
+    footprints,
     hand_and_wrist,
     hand_down_rotation,
     nearest_equivalent_yaw,
     servo,
+    wrist_safe_turn,
+    wrist_safe_yaw,
 )
 
 EXPERT_VERSION = "scripted-expert 0.5"
@@ -314,8 +317,7 @@ class ScriptedExpert:
             turn = _wrap_half(along_front - (yaw + across))
             # ... and puts the object as far out in the drawer as it fits, for the same reason.
             out = container.rot[:2, 0]
-            a = yaw + turn - math.atan2(out[1], out[0])
-            extent = abs(math.cos(a)) * model.half_size[0] + abs(math.sin(a)) * model.half_size[1]
+            extent = footprint_extent(model, yaw + turn, out)
             target_xy = target_xy + out * max(0.0, container.half[0] - extent - DRAWER_EDGE_GAP)
         if abs(turn) > 1e-6:
             # The hand turns while it carries; at the end of the wrist's range the arm swings off
@@ -469,19 +471,11 @@ class ScriptedExpert:
 
     def _obstacles(self, skip, grasp_z: float) -> list:
         """Footprints (centre xy, yaw, half x, half y, top z) of the instances (but `skip`) whose tops reach up to the fingers."""
-        g = self.env.geometry
-        skip = {skip} if isinstance(skip, str) else skip
+        instances = self.env.spec.instances()
         out = []
-        for inst, cat in self.env.spec.instances().items():
-            if inst in skip or inst not in g.body_of or inst == g.workspace_name:
-                continue
-            m = get_model(cat)
-            p = g.pos(inst)
-            if m.kind == "workspace" or p[2] + m.half_size[2] < grasp_z - 0.01:
-                continue
-            r = g.rot(inst)
-            out.append((p[:2], math.atan2(r[1, 0], r[0, 0]), m.half_size[0], m.half_size[1], p[2] + m.half_size[2]))
-            out += self._open_drawers(inst, m)
+        for inst, footprint in footprints(self.env, skip, grasp_z - 0.01).items():
+            out.append(footprint)
+            out += self._open_drawers(inst, get_model(instances[inst]))
         return out
 
     def _open_drawers(self, inst: str, model) -> list:
@@ -611,30 +605,6 @@ ROUND_RIMS = {
 }
 # Beyond this clearance (metres) from other things, a pinch point is as good as any.
 GRASP_CLEARANCE = 0.05
-
-
-def wrist_safe_turn(turn: float, wrist: float) -> float:
-    """Of turn and turn ± pi, the smallest that keeps the Panda's last joint (at `wrist` when the turn starts) within WRIST_LIMIT.
-
-    A carried object turned to fit a box (`fit_turn`) or to lie along a drawer's front fits as
-    well turned half a revolution more or less. Turning the hand by d turns the joint by about -d.
-    """
-    cands = (turn, turn - math.pi, turn + math.pi)
-    return min(cands, key=lambda t: (abs(wrist - t) > WRIST_LIMIT, abs(t)))
-
-
-def wrist_safe_yaw(close_dir: float, turn: float, current_rot: np.ndarray, wrist: float) -> float:
-    """Of close_dir and close_dir ± pi, the hand yaw to grasp with so that turning by `turn` afterwards keeps the wrist in range.
-
-    As in `nearest_equivalent_yaw`, turning a hand pointing down by d about the vertical turns the
-    Panda's last joint by about -d. Of the yaws that keep that joint within WRIST_LIMIT at the
-    grasp, the one that leaves it nearest the middle of its range after the turn wins (the
-    estimate is rough: the joint's ends are best kept for the grasp's own error).
-    """
-    now = math.atan2(current_rot[1, 0], current_rot[0, 0])
-    cands = [close_dir, close_dir + math.pi, close_dir - math.pi]
-    within = [c for c in cands if abs(wrist - _wrap(c - now)) <= WRIST_LIMIT] or cands
-    return min(within, key=lambda c: (abs(wrist - _wrap(c - now) - turn), abs(_wrap(c - now))))
 
 
 def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], float]]:

@@ -2,7 +2,9 @@
 
 The controller takes a delta pose per step: 0.05 m of position and 0.5 rad of rotation per unit of
 action (robosuite's default Panda OSC_POSE). A skill names a target pose and gripper command; this
-module turns the gap between the hand and that target into the next action.
+module turns the gap between the hand and that target into the next action. It also holds what
+every skill shares about the arm and the scene: which way round to turn the hand so that the
+wrist stays in range, and the footprints of what stands around.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from libero_ll.assets.categories import get_model
 
 POS_SCALE = 0.05  # metres per unit of position action
 ROT_SCALE = 0.5  # radians per unit of rotation action
@@ -78,3 +82,49 @@ def hand_and_wrist(env) -> tuple[np.ndarray, float]:
     """The hand's rotation matrix and the Panda's last joint angle now, for `nearest_equivalent_yaw`."""
     p = env.robot_proprio()
     return p["ee_rot"], float(p["joint_states"][-1])
+
+
+def footprints(env, skip, above: float) -> dict:
+    """Instance → footprint (centre xy, yaw, half x, half y, top z) of the instances but `skip` whose tops reach `above`.
+
+    The workspace (table or floor) is left out. Footprints are the instances' bounding boxes seen
+    from above, as the skills keep the hand and what it carries clear of them.
+    """
+    g = env.geometry
+    skip = {skip} if isinstance(skip, str) else skip
+    out = {}
+    for inst, cat in env.spec.instances().items():
+        if inst in skip or inst not in g.body_of or inst == g.workspace_name:
+            continue
+        model = get_model(cat)
+        p = g.pos(inst)
+        top = p[2] + model.half_size[2]
+        if model.kind == "workspace" or top < above:
+            continue
+        r = g.rot(inst)
+        out[inst] = (p[:2], math.atan2(r[1, 0], r[0, 0]), model.half_size[0], model.half_size[1], top)
+    return out
+
+
+def wrist_safe_turn(turn: float, wrist: float) -> float:
+    """Of turn and turn ± pi, the smallest that keeps the Panda's last joint (at `wrist` when the turn starts) within WRIST_LIMIT.
+
+    A carried object turned to fit a box (`fit_turn`) or to lie along a drawer's front fits as
+    well turned half a revolution more or less. Turning the hand by d turns the joint by about -d.
+    """
+    cands = (turn, turn - math.pi, turn + math.pi)
+    return min(cands, key=lambda t: (abs(wrist - t) > WRIST_LIMIT, abs(t)))
+
+
+def wrist_safe_yaw(close_dir: float, turn: float, current_rot: np.ndarray, wrist: float) -> float:
+    """Of close_dir and close_dir ± pi, the hand yaw to grasp with so that turning by `turn` afterwards keeps the wrist in range.
+
+    As in `nearest_equivalent_yaw`, turning a hand pointing down by d about the vertical turns the
+    Panda's last joint by about -d. Of the yaws that keep that joint within WRIST_LIMIT at the
+    grasp, the one that leaves it nearest the middle of its range after the turn wins (the
+    estimate is rough: the joint's ends are best kept for the grasp's own error).
+    """
+    now = math.atan2(current_rot[1, 0], current_rot[0, 0])
+    cands = [close_dir, close_dir + math.pi, close_dir - math.pi]
+    within = [c for c in cands if abs(wrist - _wrap(c - now)) <= WRIST_LIMIT] or cands
+    return min(within, key=lambda c: (abs(wrist - _wrap(c - now) - turn), abs(_wrap(c - now))))

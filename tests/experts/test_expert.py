@@ -236,8 +236,7 @@ def test_open_hand_passes_over_a_tall_neighbour_and_comes_down_straight():
 
 
 def test_carry_turn_goes_the_way_round_that_keeps_the_wrist_in_range():
-    from libero_ll.experts.expert import wrist_safe_turn
-    from libero_ll.experts.skills import WRIST_LIMIT
+    from libero_ll.experts.skills import WRIST_LIMIT, wrist_safe_turn
 
     # A quarter turn either way fits a drawer's front equally; with the wrist already at 1.65 rad,
     # turning by -pi/2 would take it to 3.2 (past its 2.9 stop): the other way round is chosen.

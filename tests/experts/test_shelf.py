@@ -118,7 +118,7 @@ def test_pitched_hand_leans_its_fingertips_toward_the_back():
 
 
 def test_grasp_yaw_keeps_the_wrist_in_range_through_the_turn():
-    from libero_ll.experts.expert import wrist_safe_yaw
+    from libero_ll.experts.skills import wrist_safe_yaw
     from libero_ll.experts.skills import hand_down_rotation
 
     now = hand_down_rotation(math.pi / 2)
