@@ -135,12 +135,18 @@ register_category(
 
 # ---------------------------------------------------------------- microwave with a swinging door
 
-MICROWAVE_HALF = (0.15, 0.21, 0.13)
+MICROWAVE_HALF = (0.15, 0.21, 0.17)
+# The floor inside is a board MICROWAVE_FLOOR thick; it runs out under the door as a sill reaching
+# MICROWAVE_SILL in front of the door plane, so that a thing set down in the doorway stands on it
+# (and can then be pushed in), and the door closes above it.
+MICROWAVE_FLOOR = 0.025
+MICROWAVE_SILL = 0.06
 
 
 def _microwave() -> Model:
     hx, hy, hz = MICROWAVE_HALF
     t, door_t, panel_w = 0.012, 0.02, 0.08
+    floor, sill = MICROWAVE_FLOOR, MICROWAVE_SILL
     shell = (0.85, 0.85, 0.83, 1.0)
     x_front = hx - door_t  # the door closes in front of this plane
     geoms = [
@@ -149,7 +155,8 @@ def _microwave() -> Model:
         _box(((x_front + hx) / 2, t / 2, hz), ((x_front - hx) / 2, hy - panel_w - t / 2, 0), shell),  # inner wall
         _box(((x_front + hx) / 2, t / 2, hz), ((x_front - hx) / 2, hy - t / 2, 0), shell),  # outer right wall
         _box(((x_front + hx) / 2, hy, t / 2), ((x_front - hx) / 2, 0, hz - t / 2), shell),  # top
-        _box(((x_front + hx) / 2, hy, 0.0125), ((x_front - hx) / 2, 0, -hz + 0.0125), shell),  # floor
+        # floor, and the sill in front of the door
+        _box(((x_front + sill + hx) / 2, hy, floor / 2), ((x_front + sill - hx) / 2, 0, -hz + floor / 2), shell),
         # control panel: its face flush with the closed door
         _box((door_t / 2, panel_w / 2, hz), (hx - door_t / 2, hy - panel_w / 2, 0), (0.25, 0.25, 0.27, 1.0)),
         _box((0.001, 0.025, 0.012), (hx + 0.001, hy - panel_w / 2, hz * 0.55), (0.1, 0.5, 0.3, 1.0), collide=False),
@@ -157,21 +164,28 @@ def _microwave() -> Model:
         _box((0.001, 0.012, 0.012), (hx + 0.001, hy - panel_w / 2, -hz * 0.45), (0.7, 0.7, 0.7, 1.0), collide=False),
     ]
     door_w = 2 * hy - panel_w - 0.004
+    door_h, door_z = (2 * hz - floor - 0.005) / 2, (floor + 0.003 - 0.002) / 2
     door = Part(
         "door",
         (x_front, -hy + 0.002, 0.0),
         # Rotating about -z swings the free edge outwards (+x): positive angles open.
         Joint("door", (0.0, 0.0, -1.0), (0.0, 2.0), damping=0.3, frictionloss=0.05),
         (
-            _box((door_t / 2, door_w / 2, hz - 0.002), (door_t / 2, door_w / 2, 0), (0.3, 0.3, 0.32, 1.0)),
-            _box((0.001, door_w / 2 - 0.04, hz - 0.035), (door_t + 0.001, door_w / 2 - 0.015, 0), (0.05, 0.07, 0.08, 1.0), collide=False),
+            # the door: from just above the sill to just under the top
+            _box((door_t / 2, door_w / 2, door_h), (door_t / 2, door_w / 2, door_z), (0.3, 0.3, 0.32, 1.0)),
+            _box(
+                (0.001, door_w / 2 - 0.04, door_h - 0.033),
+                (door_t + 0.001, door_w / 2 - 0.015, door_z),
+                (0.05, 0.07, 0.08, 1.0),
+                collide=False,
+            ),
             *_bar_handle(door_t, door_w - 0.075, 0.0, 0.055, GREY_METAL),
         ),
         handle=(door_t + HANDLE_STANDOFF, door_w - 0.075, 0.0),
     )
     cavity_x0, cavity_x1 = -hx + t, x_front
     cavity_y0, cavity_y1 = -hy + t, hy - panel_w - t
-    cavity_z0, cavity_z1 = -hz + 0.025, hz - t
+    cavity_z0, cavity_z1 = -hz + floor, hz - t
     heating = Region(
         "heating_region",
         ((cavity_x0 + cavity_x1) / 2, (cavity_y0 + cavity_y1) / 2, (cavity_z0 + cavity_z1) / 2),

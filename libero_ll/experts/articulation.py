@@ -35,7 +35,7 @@ DRAWER_PUSH_DEPTH = 0.027
 DOOR_PULL_TO = 1.35
 # A door is pushed shut at this fraction of the way from its hinge to its handle...
 DOOR_PUSH_AT = 0.75
-# ... and this far above the handle (the door's top edge is 12.8 cm above it).
+# ... and this far above the handle (the microwave door's top edge is 16.8 cm above it).
 DOOR_PUSH_HIGH = 0.105
 # A door is pushed towards this angle (past shut: the hand lags behind the path), radians.
 DOOR_PUSH_TO = -0.3
@@ -87,11 +87,18 @@ PINCH_CLOSE_STEPS = 10
 PINCH_PITCH = 0.12
 
 
-def _hook_hand(env, toward: np.ndarray) -> np.ndarray:
-    """A hand pointing down and leaning towards the horizontal `toward`, fingers closing across it."""
+def _hook_hand(env, toward: np.ndarray, swinging: bool = False) -> np.ndarray:
+    """A hand pointing down and leaning towards the horizontal `toward`, fingers closing across it.
+
+    The fingers may close either way round. For a straight push (a drawer) the way nearer the
+    hand's now is taken. A door's swing turns the hand by up to 110 degrees on the way, and then
+    only one way keeps the Panda's last joint off its stop wherever the hand starts (measured on
+    the microwave from the home pose and from inside a microwave's doorway: the hand's x axis
+    along `toward` x up; the other way wound the joint to its stop at +2.9 or -2.9 rad).
+    """
     z = np.array([0, 0, -math.cos(HOOK_PITCH)]) + math.sin(HOOK_PITCH) * toward
     x = np.cross([0, 0, 1.0], toward)
-    if x @ env.robot_proprio()["ee_rot"][:, 0] < 0:
+    if swinging or x @ env.robot_proprio()["ee_rot"][:, 0] < 0:
         x = -x
     return np.stack([x, np.cross(z, x), z], axis=1)
 
@@ -181,7 +188,7 @@ def _work_handle(
             ("move", clear, down, OPEN),
         ]
     start = handle + out * depth
-    hand = _hook_hand(env, -out)
+    hand = _hook_hand(env, -out, swinging=not np.allclose(path(steps, steps)[1], np.eye(3)))
     # The hand rises where it is (a slanting way up could meet a door's edge), goes above the
     # working point and a little further out in short legs, then comes straight down and in: a hand
     # that comes down early lands on the door's top edge or behind the door.

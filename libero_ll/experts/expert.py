@@ -37,11 +37,12 @@ from libero_ll.experts.skills import (
     hand_down_rotation,
     nearest_equivalent_yaw,
     servo,
+    wrap_angle,
     wrist_safe_turn,
     wrist_safe_yaw,
 )
 
-EXPERT_VERSION = "scripted-expert 0.5"
+EXPERT_VERSION = "scripted-expert 0.6"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -69,6 +70,9 @@ DRAWER_STANDS_OUT = 0.02
 DRAWER_WALL = 0.02
 # An object put into a drawer stays this far from the drawer's front wall, metres.
 DRAWER_EDGE_GAP = 0.008
+# Pushing a thing into a microwave, the hand is pitched this far forward (radians): its wrist then
+# trails outside, under no part of the top panel.
+PUSH_PITCH = 0.5
 # A waypoint the hand cannot reach exactly (an object in the way) is given up after this many steps,
 # or after twice the steps a longer move takes: the controller moves the hand at about TRACKING of
 # the speed an action asks for (its stiffness against its damping), less with a load.
@@ -282,6 +286,7 @@ class ScriptedExpert:
         obstacles = self._obstacles(step.obj, grasp_z)
         best = None
         base = np.asarray(env.arena.robot_base[:2])
+        layer = find_layer(env, step.goal.args[1])
         for k, (offset, across) in enumerate(rim_candidates(inst[step.obj], model)):
             off = np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]])
             radial = np.array([math.cos(yaw + across), math.sin(yaw + across)])
@@ -291,13 +296,16 @@ class ScriptedExpert:
             # The hand is 20 cm wide along the closing direction: look a little beyond the pinch too.
             clear = min(clearance(point, obstacles), clearance(point + radial * 0.05 * np.sign(radial @ off), obstacles))
             score = min(clear, GRASP_CLEARANCE)
-            if best is None or score > best[0] + 1e-9:
-                best = (score, off, across)
-        _, off, across = best
+            # Going into a layer the object is turned so that the hand is behind it (see
+            # `_into_layer`): of equally clear pinches, the one already facing out of the layer
+            # needs the least turn (a half turn winds the Panda's wrist from one stop to the other).
+            facing = -float(off @ layer.inward) / max(float(np.linalg.norm(off)), 1e-9) if layer is not None else 0.0
+            if best is None or score > best[0] + 1e-9 or (score > best[0] - 1e-9 and facing > best[3] + 1e-9):
+                best = (score, off, across, facing)
+        _, off, across, _ = best
         jitter = self.rng.uniform(-0.004, 0.004, size=2)
         grasp = np.array([pos[0] + off[0] + jitter[0], pos[1] + off[1] + jitter[1], grasp_z])
         hand_rot = hand_down_rotation(nearest_equivalent_yaw(yaw + across, *hand_and_wrist(env)))
-        layer = find_layer(env, step.goal.args[1])
         # Held at its centre (a standing book), an object is not slid under a board (see `shelf`): On a
         # layer, it is put down from above like anywhere else, which the hand can only do on the
         # fixture's top; On(layer) holds there too (the region reaches ON_REGION_MAX_HEIGHT above it).
@@ -315,16 +323,20 @@ class ScriptedExpert:
             # closing direction) closes along the drawer's front so that it stays clear of the cabinet.
             along_front = math.atan2(container.rot[1, 1], container.rot[0, 1])
             turn = _wrap_half(along_front - (yaw + across))
-            # ... and puts the object as far out in the drawer as it fits, for the same reason.
+            # ... and puts the object as far out in the drawer as it fits, for the same reason: the
+            # wrist above it passes under the part of the cabinet above the drawer only there, so
+            # the spot's jitter is kept along the front and dropped across it.
             out = container.rot[:2, 0]
             extent = footprint_extent(model, yaw + turn, out)
-            target_xy = target_xy + out * max(0.0, container.half[0] - extent - DRAWER_EDGE_GAP)
+            along = target_xy - container.center[:2]
+            along = along - out * float(along @ out)
+            target_xy = container.center[:2] + along + out * max(0.0, container.half[0] - extent - DRAWER_EDGE_GAP)
         if abs(turn) > 1e-6:
             # The hand turns while it carries; at the end of the wrist's range the arm swings off
             # its path. The Panda's last joint at the grasp: it turns by about -d for a turn d of
             # the hand about the vertical.
             ee_rot, wrist = hand_and_wrist(env)
-            d = _wrap(math.atan2(hand_rot[1, 0], hand_rot[0, 0]) - math.atan2(ee_rot[1, 0], ee_rot[0, 0]))
+            d = wrap_angle(math.atan2(hand_rot[1, 0], hand_rot[0, 0]) - math.atan2(ee_rot[1, 0], ee_rot[0, 0]))
             turn = wrist_safe_turn(turn, wrist - d)
         c, s = math.cos(turn), math.sin(turn)
         offset = np.array([[c, -s], [s, c]]) @ (grasp[:2] - pos[:2])
@@ -403,9 +415,9 @@ class ScriptedExpert:
             pointing = np.array([-math.sin(close), math.cos(close)])
             if pointing @ layer.inward < 0:
                 pointing = -pointing
-            turn = _wrap(inward - math.atan2(pointing[1], pointing[0]))
+            turn = wrap_angle(inward - math.atan2(pointing[1], pointing[0]))
         else:
-            turn = _wrap(inward + math.pi - math.atan2(offset[1], offset[0]))
+            turn = wrap_angle(inward + math.pi - math.atan2(offset[1], offset[0]))
         # The fingers may close either way round: the way that keeps the wrist in range through the turn.
         close = wrist_safe_yaw(close, turn, *hand_and_wrist(self.env))
         hand_rot = pitched_rotation(close, pointing) if pitched else hand_down_rotation(close)
@@ -434,9 +446,13 @@ class ScriptedExpert:
         rot = g.rot(step.obj)
         yaw = math.atan2(rot[1, 0], rot[0, 0])
         along_face = math.atan2(layer.across[1], layer.across[0])
-        hand_rot = hand_down_rotation(nearest_equivalent_yaw(along_face, *hand_and_wrist(env)))
+        close = nearest_equivalent_yaw(along_face, *hand_and_wrist(env))
         hand = env.robot_proprio()["ee_pos"]
-        return push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, hand_rot)
+        if not layer.door:
+            return push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, hand_down_rotation(close))
+        # Behind a door the object must go in whole, deeper than a hand pointing down reaches under
+        # the top (the wrist meets its edge): the hand pushes pitched forward, its wrist trailing.
+        return push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, pitched_rotation(close, layer.inward, PUSH_PITCH))
 
     def _tip_over(self, step: TipOver, model) -> list:
         """Waypoints that push a standing object over along its container, fingers closing along the fall."""
@@ -623,7 +639,7 @@ def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], floa
     axis = (hint.offset[0], 0.0)
     for k in range(n):
         a = 2 * math.pi * k / n
-        if abs(_wrap(a + math.pi / 2)) < 1e-6 or (handle and math.cos(a) > 0.45):
+        if abs(wrap_angle(a + math.pi / 2)) < 1e-6 or (handle and math.cos(a) > 0.45):
             continue
         out.append(((axis[0] + radius * math.cos(a), axis[1] + radius * math.sin(a)), a))
     return out
@@ -666,7 +682,7 @@ def fit_turn(yaw: float, model, region, margin: float = 0.012) -> float:
 
     if slack(yaw) >= margin:
         return 0.0
-    candidates = [_wrap(region_yaw + k * math.pi / 2 - yaw) for k in range(4)]
+    candidates = [wrap_angle(region_yaw + k * math.pi / 2 - yaw) for k in range(4)]
     return max(candidates, key=lambda t: (round(slack(yaw + t), 4), -abs(t)))
 
 
@@ -681,10 +697,6 @@ def highest_top_near(footprints: list, a: np.ndarray, b: np.ndarray, radius: flo
         if any(clearance(point, [footprint]) < radius + 0.02 for point in along):
             top = max(top, footprint[4])
     return top
-
-
-def _wrap(a: float) -> float:
-    return (a + math.pi) % (2 * math.pi) - math.pi
 
 
 def _wrap_half(a: float) -> float:

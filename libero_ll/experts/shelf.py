@@ -17,13 +17,14 @@ wrist stops HAND_FRONT in front of the board's edge. So
   stops about 2 cm short.)
 
 The inside of a microwave is a layer too, behind a door (opened first; what goes in must be in
-whole for the door to close) and tall enough (22 cm) for the hand pushing low, its wrist under the
-top panel, to push a thing in deep. Putting a mug in does not work yet: its floor is a 2.5 cm lip
-above the table, flush with the door; held by its rim with the hand pointing down, the mug's centre
-stays about 3.7 cm ahead of the hand, which stops HAND_FRONT in front of the top panel's edge, so
-the mug is set down in front of the lip and cannot be pushed over it; pinched low enough for the
-wrist to pass under the panel, the mug (which slips about 1 cm and tilts about 7 degrees in the
-fingers) scrapes the lip, and one finger, inside it, could not rise out under the panel anyway.
+whole for the door to close). Its floor runs out under the door as a sill. A mug held upright by
+its rim cannot go in under the top panel (link 6 of the arm, about 0.19 m above the grip, meets the
+panel's edge), so it is set down on the sill in the doorway; the open hand rises out of it (one
+finger was inside) and backs away, and the mug is then pushed in whole by the closed fingers with
+the hand pitched forward (PUSH_PITCH in the expert), its wrist trailing outside, and the hand backs
+out RETREAT in front of the panel's edge before it turns to the door. Not yet reliable: the mug,
+which slips in the fingers, sometimes lands too near the sill's edge and falls off, and the door
+push after it can wind the Panda's last joint to its stop.
 
 Depth along the layer is measured from the open face of the fixture, inward (negative in front of
 the fixture).
@@ -44,9 +45,16 @@ ROOF_REACH = 0.05
 # How far in front of the front edge of the board over a layer the wrist of a hand pointing down
 # stops (metres, hand centre): measured, the Panda's link 7 touches the board's edge at 4.3 cm.
 HAND_FRONT = 0.05
-# With the hand pointing down, the top of its wrist (link 7) stands this high above the grip point
-# (measured 0.156), metres: the hand goes in under a board only when that top stays below it.
-WRIST_TOP = 0.16
+# With the hand pointing down, the top of its wrist stands this high above the grip point, metres:
+# the hand goes in under a board only when that top stays below it. Measured: link 7 reaches 0.156
+# above it; link 6, beside it, 0.185 with the hand 12 cm above a microwave's floor and 0.218 with
+# it pushing 3.5 cm above that floor.
+WRIST_TOP = 0.23
+# Where link 7 passes under the board and only link 6 does not, the hand stops this much nearer
+# the board's edge than HAND_FRONT (measured: link 6 touched the microwave's top panel with the
+# hand 3.1 cm in front of its edge), metres.
+LINK7_TOP = 0.16
+HAND_FRONT_LINK6 = 0.045
 # The hand pitched PITCH radians forward (fingertips toward the back of the layer) reaches this far
 # past the open face without the wrist touching the board above (measured at 45 degrees: 5 cm;
 # pitched more than about 35 degrees the hand cannot reach down to a standing book's grasp).
@@ -61,6 +69,10 @@ LAYER_CLEARANCE = 0.012
 # An object held off its centre hangs up to this much off level while carried (a pan by its
 # handle: 5 to 30 degrees), radians; its far side is that much lower.
 HANG_TILT = 0.45
+# Steps the fingers are given to open wide before the hand moves away from a released object.
+RELEASE_STEPS = 6
+# A hand that lets go in front of a layer rises this far above the object's top before it backs out, metres.
+LIFT_CLEARANCE = 0.02
 # An object counts as in far enough when its centre is this far inside the region's front face.
 DEPTH_MARGIN = 0.02
 # Pushing: the closed fingers start this far behind the object's back end, touch it this high above
@@ -72,6 +84,9 @@ PUSH_HEIGHT = 0.033
 FINGER_LEAD = 0.011
 STOP_SHORT = 0.008
 PUSH_SPEED = 0.6
+# After a push the hand backs out to this far in front of the point where its wrist would touch
+# the board's edge, metres: then the next skill can turn it (it is 20 cm wide) and raise it there.
+RETREAT = 0.07
 
 
 @dataclass(frozen=True)
@@ -280,8 +295,6 @@ def insert_waypoints(
     # middle of the region, or as deep as the back allows.
     behind = float(grasp_offset @ u)
     centre_goal = min(layer.middle, layer.back - ahead - LAYER_CLEARANCE)
-    reach = layer.edge + (PITCHED_REACH if pitched else -HAND_FRONT)
-    hand_depth = min(centre_goal + behind, reach)
     # Held off centre, the object hangs with its far side low: it goes in that much higher, as far
     # as the roof allows.
     droop = 0.0 if pitched else (ahead - behind) * math.sin(HANG_TILT)
@@ -289,6 +302,15 @@ def insert_waypoints(
     lowest = layer.floor + model.grasp.height + LAYER_CLEARANCE
     highest = layer.roof - (height - model.grasp.height) - LAYER_CLEARANCE
     slide_z = max(lowest, min(lowest + droop, highest))
+    # The hand stops in front of the board's edge (nearer it where only link 6 stands higher than
+    # the board's underside), unless the layer is tall enough for the whole wrist to pass under.
+    reach = layer.edge + (PITCHED_REACH if pitched else -HAND_FRONT)
+    under = not pitched and slide_z + WRIST_TOP + LAYER_CLEARANCE <= layer.roof
+    if under:
+        reach = math.inf
+    elif not pitched and slide_z + LINK7_TOP + LAYER_CLEARANCE <= layer.roof:
+        reach = layer.edge - HAND_FRONT_LINK6
+    hand_depth = min(centre_goal + behind, reach)
     release_z = lowest
     side = lateral + float(grasp_offset @ layer.across)
     entry = entry_depth(layer, model, grasp_offset, yaw)
@@ -296,16 +318,26 @@ def insert_waypoints(
     outside = layer.point(entry, side, slide_z)
     inside = layer.point(hand_depth, side, slide_z)
     down = layer.point(hand_depth, side, release_z)
-    # Back out along the object (open fingers straddling a handle slide off its end), to behind
-    # its back end, where a push in would start.
-    back = layer.point(hand_depth - behind - ahead - PUSH_STANDOFF, side, release_z + 0.005)
+    # Back out to behind the object's back end, where a push in would start. A hand still in front
+    # of the board first rises until its fingers clear the object's top (a finger pinching a
+    # mug's rim is inside the mug, and would drag it back out); a hand under the board backs out
+    # along the object (open fingers straddling a handle slide off its end).
+    back_depth = hand_depth - behind - ahead - PUSH_STANDOFF
+    if not under and not pitched:
+        clear_z = release_z + (height - model.grasp.height) + LIFT_CLEARANCE
+        away = [
+            ("move", layer.point(hand_depth, side, clear_z), hand_rot, -1.0),
+            ("move", layer.point(back_depth, side, clear_z), hand_rot, -1.0),
+        ]
+    else:
+        away = [("move", layer.point(back_depth, side, release_z + 0.005), hand_rot, -1.0)]
     return [
         ("move", start, hand_rot, 1.0, speed),
         ("move", outside, hand_rot, 1.0, speed),
         ("move", inside, hand_rot, 1.0, speed),
         ("move", down, hand_rot, 1.0, speed),
-        ("hold", 6, hand_rot, -1.0),
-        ("move", back, hand_rot, -1.0),
+        ("hold", RELEASE_STEPS, hand_rot, -1.0),
+        *away,
     ]
 
 
@@ -348,5 +380,6 @@ def push_in_waypoints(layer: Layer, model, pos: np.ndarray, yaw: float, hand: np
         ("move", behind, hand_rot, -1.0),
         ("hold", 8, hand_rot, 1.0),
         ("move", layer.point(last, lateral, z), hand_rot, 1.0, PUSH_SPEED),
-        ("move", layer.point(last - 0.06, lateral, z + 0.02), hand_rot, 1.0),
+        # Out from under the board, far enough for the wrist to rise in front of its edge.
+        ("move", layer.point(min(last - 0.06, layer.edge - HAND_FRONT - RETREAT), lateral, z + 0.02), hand_rot, 1.0),
     ]

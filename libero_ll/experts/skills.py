@@ -39,14 +39,15 @@ def nearest_equivalent_yaw(close_dir: float, current_rot: np.ndarray, wrist: flo
     it by d about the vertical turns the last joint by about -d.
     """
     now = math.atan2(current_rot[1, 0], current_rot[0, 0])
-    cands = sorted((close_dir, close_dir + math.pi, close_dir - math.pi), key=lambda c: abs(_wrap(c - now)))
+    cands = sorted((close_dir, close_dir + math.pi, close_dir - math.pi), key=lambda c: abs(wrap_angle(c - now)))
     if wrist is not None:
-        within = [c for c in cands if abs(wrist - _wrap(c - now)) <= WRIST_LIMIT]
+        within = [c for c in cands if abs(wrist - wrap_angle(c - now)) <= WRIST_LIMIT]
         cands = within or cands
     return cands[0]
 
 
-def _wrap(a: float) -> float:
+def wrap_angle(a: float) -> float:
+    """An angle in [-pi, pi)."""
     return (a + math.pi) % (2 * math.pi) - math.pi
 
 
@@ -126,5 +127,5 @@ def wrist_safe_yaw(close_dir: float, turn: float, current_rot: np.ndarray, wrist
     """
     now = math.atan2(current_rot[1, 0], current_rot[0, 0])
     cands = [close_dir, close_dir + math.pi, close_dir - math.pi]
-    within = [c for c in cands if abs(wrist - _wrap(c - now)) <= WRIST_LIMIT] or cands
-    return min(within, key=lambda c: (abs(wrist - _wrap(c - now) - turn), abs(_wrap(c - now))))
+    within = [c for c in cands if abs(wrist - wrap_angle(c - now)) <= WRIST_LIMIT] or cands
+    return min(within, key=lambda c: (abs(wrist - wrap_angle(c - now) - turn), abs(wrap_angle(c - now))))

@@ -10,8 +10,11 @@ import pytest
 import libero_ll.assets  # noqa: F401  (registers the categories)
 from libero_ll.assets.categories import get_model
 from libero_ll.bddl.spec import Predicate
+from libero_ll.assets.fixtures import MICROWAVE_FLOOR, MICROWAVE_HALF, MICROWAVE_SILL
 from libero_ll.experts.shelf import (
     HAND_FRONT,
+    HAND_FRONT_LINK6,
+    RETREAT,
     WRIST_TOP,
     Layer,
     insert_waypoints,
@@ -76,14 +79,17 @@ def test_pan_goes_in_handle_first_from_the_front_and_the_hand_stays_out():
     hand = pitched_rotation(math.pi / 2, layer.inward, 0.0)
     way = insert_waypoints(layer, pan, offset, math.pi, hand, False, 0.0, 1.0, 0.25)
     moves = [w for w in way if w[0] == "move"]
-    start, outside, inside, down, back = (m[1] for m in moves)
+    start, outside, inside, down, up, back = (m[1] for m in moves)
     # It comes down in front of the layer with the pan clear of the open face, then slides in level.
     assert layer.depth(outside) + 0.036 + pan.half_size[0] < 0
     assert outside[2] == pytest.approx(inside[2]) and outside[2] < layer.roof
     assert layer.depth(inside) == pytest.approx(-HAND_FRONT)
-    # Released just over the floor, and the open hand backs out past the handle's end.
+    # Released just over the floor; the open hand rises straight up until its fingers clear the
+    # pan's top, then backs out past the handle's end.
     assert down[2] == pytest.approx(layer.floor + pan.grasp.height + 0.012)
     assert [w[0] for w in way].index("hold") == 4 and way[4][3] == -1.0
+    assert np.allclose(up[:2], down[:2]) and up[2] >= layer.floor + 2 * pan.half_size[2] + 0.012
+    assert back[2] == pytest.approx(up[2])
     assert layer.depth(back) < layer.depth(inside) + 0.036 - pan.half_size[0]
     # No waypoint of the hand lies past the board's edge.
     assert max(layer.depth(m[1]) for m in moves) <= -HAND_FRONT + 1e-9
@@ -146,7 +152,7 @@ def test_push_in_behind_a_door_takes_the_whole_object_in_and_goes_under_a_high_r
     pos = np.array([0.055, -0.3, 0.865])
     shelf = _layer()
     assert push_in_waypoints(shelf, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), rot) == []
-    door = replace(shelf, roof=1.05, door=True, edge=0.02)
+    door = replace(shelf, roof=1.12, door=True, edge=0.02)
     way = push_in_waypoints(door, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), rot)
     push = [w for w in way if w[0] == "move"][2]
     # Low enough for the wrist to pass under the roof, the fingers push the back end past the front face.
@@ -154,6 +160,59 @@ def test_push_in_behind_a_door_takes_the_whole_object_in_and_goes_under_a_high_r
     assert door.depth(push[1]) + 0.011 > door.front
     assert door.depth(push[1]) > door.edge - HAND_FRONT
     # Under a low roof the hand stops in front of the board's edge.
-    low = replace(door, roof=0.99)
+    low = replace(door, roof=1.05)
     push = [w for w in push_in_waypoints(low, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), rot) if w[0] == "move"][2]
     assert door.depth(push[1]) == pytest.approx(low.edge - HAND_FRONT)
+    # Then it backs out from under the board, far enough to rise and turn in front of its edge.
+    assert door.depth(way[-1][1]) <= door.edge - HAND_FRONT - RETREAT + 1e-9
+
+
+def test_the_microwave_floor_runs_out_under_the_door_as_a_sill():
+    """A thing set down in the doorway stands on the sill; the closed door clears the sill's top."""
+    model = get_model("microwave")
+    hx, _, hz = MICROWAVE_HALF
+    door_plane = hx - 0.02
+    floor = max(
+        (g for g in model.geoms if g.type == "box" and g.collide and abs(g.pos[2] + hz - g.size[2]) < 1e-9),
+        key=lambda g: g.pos[0] + g.size[0],
+    )
+    assert floor.pos[0] + floor.size[0] == pytest.approx(door_plane + MICROWAVE_SILL)
+    assert floor.pos[2] + floor.size[2] == pytest.approx(-hz + MICROWAVE_FLOOR)
+    door = model.part("door").geoms[0]
+    assert door.pos[2] - door.size[2] > -hz + MICROWAVE_FLOOR
+    # The heating region starts on the floor, and the inside is still a layer behind a door.
+    region = next(r for r in model.regions if r.name == "heating_region")
+    assert region.pos[2] - region.half_size[2] == pytest.approx(-hz + MICROWAVE_FLOOR)
+    assert layer_shape(model, "heating_region").door
+
+
+def test_a_mug_held_by_its_rim_is_set_in_the_microwave_doorway_and_let_go_from_above():
+    """The hand cannot reach under the microwave's top with a mug held upright: it sets the mug on the
+    sill, and its fingers (one inside the mug) rise out of the mug before the hand backs away."""
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.experts.shelf import find_layer
+    from libero_ll.tasks.registry import get_suite
+
+    task = get_suite("libero_10").task("KITCHEN_SCENE6_put_the_yellow_and_white_mug_in_the_microwave_and_close_it")
+    env = LiberoEnv(str(task.file), EnvConfig(render=False))
+    try:
+        env.reset(seed=0)
+        layer = find_layer(env, "microwave_1_heating_region")
+        mug = get_model("white_yellow_mug")
+        # Rim grasp on the side facing out: the hand 3.6 cm behind the mug's centre.
+        offset = -layer.inward * 0.036
+        hand = pitched_rotation(math.atan2(layer.across[1], layer.across[0]), layer.inward, 0.0)
+        way = insert_waypoints(layer, mug, offset, 0.0, hand, False, 0.0, 1.0, None)
+        moves = [w[1] for w in way if w[0] == "move"]
+        start, outside, inside, down, up, back = moves
+        # Link 6 would meet the top's edge: the hand stays in front of it (nearer than HAND_FRONT,
+        # where link 7 meets a lower board); the mug's centre lands over the sill, in front of the
+        # door plane.
+        assert layer.depth(inside) == pytest.approx(layer.edge - HAND_FRONT_LINK6)
+        centre = layer.depth(inside) + 0.036
+        assert layer.edge - MICROWAVE_SILL < centre < layer.edge
+        assert down[2] == pytest.approx(layer.floor + mug.grasp.height + 0.012)
+        assert np.allclose(up[:2], down[:2]) and up[2] > layer.floor + 2 * mug.half_size[2]
+        assert back[2] == pytest.approx(up[2]) and layer.depth(back) < layer.depth(up)
+    finally:
+        env.close()
