@@ -70,9 +70,6 @@ DRAWER_STANDS_OUT = 0.02
 DRAWER_WALL = 0.02
 # An object put into a drawer stays this far from the drawer's front wall, metres.
 DRAWER_EDGE_GAP = 0.008
-# Pushing a thing into a microwave, the hand is pitched this far forward (radians): its wrist then
-# trails outside, under no part of the top panel.
-PUSH_PITCH = 0.5
 # A waypoint the hand cannot reach exactly (an object in the way) is given up after this many steps,
 # or after twice the steps a longer move takes: the controller moves the hand at about TRACKING of
 # the speed an action asks for (its stiffness against its damping), less with a load.
@@ -448,11 +445,7 @@ class ScriptedExpert:
         along_face = math.atan2(layer.across[1], layer.across[0])
         close = nearest_equivalent_yaw(along_face, *hand_and_wrist(env))
         hand = env.robot_proprio()["ee_pos"]
-        if not layer.door:
-            return push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, hand_down_rotation(close))
-        # Behind a door the object must go in whole, deeper than a hand pointing down reaches under
-        # the top (the wrist meets its edge): the hand pushes pitched forward, its wrist trailing.
-        return push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, pitched_rotation(close, layer.inward, PUSH_PITCH))
+        return push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, close)
 
     def _tip_over(self, step: TipOver, model) -> list:
         """Waypoints that push a standing object over along its container, fingers closing along the fall."""

@@ -31,6 +31,10 @@ def _env(suite: str, name: str) -> tuple[LiberoEnv, str]:
         # The bowl was once put down at a jittered spot 1 cm deeper in the drawer: the wrist met the
         # drawer above, the bowl dropped tilted against the front wall and jammed the drawer shut.
         ("libero_10", "KITCHEN_SCENE4_put_the_black_bowl_in_the_bottom_drawer_of_the_cabinet_and_close_it", 400, 10),
+        # A standing book under a shelf's 17 cm board: carried in and pushed in with the hand pitched.
+        ("libero_90", "STUDY_SCENE4_pick_up_the_book_on_the_right_and_place_it_under_the_cabinet_shelf", 600, 0),
+        # A mug set on the microwave's sill, pushed in whole with the hand pitched, and the door shut.
+        ("libero_10", "KITCHEN_SCENE6_put_the_yellow_and_white_mug_in_the_microwave_and_close_it", 600, 0),
     ],
 )
 def test_expert_solves_once_failing_task_within_budget(suite, name, budget, index):

@@ -14,8 +14,8 @@ from libero_ll.assets.fixtures import MICROWAVE_FLOOR, MICROWAVE_HALF, MICROWAVE
 from libero_ll.experts.shelf import (
     HAND_FRONT,
     HAND_FRONT_LINK6,
+    PUSH_PITCH,
     RETREAT,
-    WRIST_TOP,
     Layer,
     insert_waypoints,
     is_layer,
@@ -98,12 +98,14 @@ def test_pan_goes_in_handle_first_from_the_front_and_the_hand_stays_out():
 def test_push_in_starts_behind_the_back_end_and_stops_before_the_back_wall():
     pan = get_model("chefmate_8_frypan")
     layer = _layer()
-    rot = pitched_rotation(math.pi / 2, layer.inward, 0.0)
     # Released with its centre 2 cm short of the open face: pushed in by the handle's end.
     pos = np.array([-0.02, -0.3, 0.842])
-    way = push_in_waypoints(layer, pan, pos, math.pi, np.array([-0.3, -0.3, 0.87]), rot)
+    way = push_in_waypoints(layer, pan, pos, math.pi, np.array([-0.3, -0.3, 0.87]), math.pi / 2)
     moves = [w for w in way if w[0] == "move"]
     behind, push = moves[1][1], moves[2][1]
+    # The handle's end is far enough out for a hand pointing down, which stops in front of the board.
+    np.testing.assert_allclose(moves[2][2][:, 2], [0.0, 0.0, -1.0], atol=1e-12)
+    assert layer.depth(push) <= layer.edge - HAND_FRONT + 1e-9
     rear = layer.depth(pos) - pan.half_size[0]
     assert layer.depth(behind) < rear  # the fingers come down behind the handle's end
     assert way[2][0] == "hold" and way[2][3] == 1.0  # and close before pushing
@@ -112,7 +114,26 @@ def test_push_in_starts_behind_the_back_end_and_stops_before_the_back_wall():
     assert layer.depth(pos) + pushed - 0.011 + pan.half_size[0] <= layer.back
     # In far enough already: nothing to do.
     deep = np.array([0.05, -0.3, 0.842])
-    assert push_in_waypoints(layer, pan, deep, math.pi, np.array([-0.3, -0.3, 0.87]), rot) == []
+    assert push_in_waypoints(layer, pan, deep, math.pi, np.array([-0.3, -0.3, 0.87]), math.pi / 2) == []
+
+
+def test_a_standing_book_in_the_mouth_of_a_low_layer_is_pushed_in_by_a_pitched_hand():
+    """A hand pointing down would stop in front of the board with the book's centre still outside the
+    region: the hand pitches forward, its fingertips leading under the board."""
+    book = get_model("yellow_book")
+    layer = _layer()
+    yaw = math.pi / 2  # the book's thickness along the layer
+    pos = np.array([0.005, -0.3, layer.floor + book.half_size[2]])
+    way = push_in_waypoints(layer, book, pos, yaw, np.array([-0.1, -0.3, 0.95]), math.pi / 2)
+    moves = [w for w in way if w[0] == "move"]
+    push = moves[2]
+    assert push[2][:2, 2] @ layer.inward == pytest.approx(math.sin(PUSH_PITCH))
+    # The fingers' front passes the board's edge, taking the book's centre DEPTH_MARGIN past the
+    # region's front face.
+    assert layer.depth(push[1]) > layer.edge
+    assert layer.depth(push[1]) + 0.011 + book.half_size[1] > layer.front + 0.02
+    # Then the hand backs out from under the board.
+    assert layer.depth(moves[-1][1]) <= layer.edge - HAND_FRONT - RETREAT + 1e-9
 
 
 def test_pitched_hand_leans_its_fingertips_toward_the_back():
@@ -143,26 +164,21 @@ def test_the_microwave_inside_is_a_layer_behind_a_door_with_a_set_back_roof_edge
     assert not layer_shape(get_model("wooden_two_layer_shelf"), "bottom_region").door
 
 
-def test_push_in_behind_a_door_takes_the_whole_object_in_and_goes_under_a_high_roof():
+def test_push_in_behind_a_door_takes_the_whole_object_in_with_the_hand_pitched():
     from dataclasses import replace
 
     mug = get_model("white_yellow_mug")
-    rot = pitched_rotation(0.0, np.array([1.0, 0.0]), 0.0)
     # The mug's centre 4 cm inside the region's front face: in far enough for a shelf, not behind a door.
     pos = np.array([0.055, -0.3, 0.865])
     shelf = _layer()
-    assert push_in_waypoints(shelf, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), rot) == []
+    assert push_in_waypoints(shelf, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), 0.0) == []
     door = replace(shelf, roof=1.12, door=True, edge=0.02)
-    way = push_in_waypoints(door, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), rot)
+    way = push_in_waypoints(door, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), 0.0)
     push = [w for w in way if w[0] == "move"][2]
-    # Low enough for the wrist to pass under the roof, the fingers push the back end past the front face.
-    assert push[1][2] + WRIST_TOP <= door.roof
+    # The hand pushes pitched forward, the fingers taking the back end past the front face.
+    assert push[2][:2, 2] @ door.inward == pytest.approx(math.sin(PUSH_PITCH))
     assert door.depth(push[1]) + 0.011 > door.front
     assert door.depth(push[1]) > door.edge - HAND_FRONT
-    # Under a low roof the hand stops in front of the board's edge.
-    low = replace(door, roof=1.05)
-    push = [w for w in push_in_waypoints(low, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), rot) if w[0] == "move"][2]
-    assert door.depth(push[1]) == pytest.approx(low.edge - HAND_FRONT)
     # Then it backs out from under the board, far enough to rise and turn in front of its edge.
     assert door.depth(way[-1][1]) <= door.edge - HAND_FRONT - RETREAT + 1e-9
 
