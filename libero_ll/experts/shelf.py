@@ -20,10 +20,10 @@ whole for the door to close). Its floor runs out under the door as a sill. A mug
 its rim cannot go in under the top panel (link 6 of the arm, about 0.19 m above the grip, meets the
 panel's edge), so it is set down on the sill in the doorway; the open hand rises out of it (one
 finger was inside) and backs away, and the mug is then pushed in whole by the closed fingers with
-the hand pitched forward (PUSH_PITCH in the expert), its wrist trailing outside, and the hand backs
-out RETREAT in front of the panel's edge before it turns to the door. Not yet reliable: the mug,
-which slips in the fingers, sometimes lands too near the sill's edge and falls off, and the door
-push after it can wind the Panda's last joint to its stop.
+the hand pitched forward (PUSH_PITCH), its wrist trailing outside, and the hand backs out RETREAT
+in front of the panel's edge before it turns to the door. The mug is picked by the side of its rim
+that already faces out of the microwave (see the expert): turned half a revolution on the way, it
+slipped in the fingers and was set down too near the sill's edge, where it fell off.
 
 Depth along the layer is measured from the open face of the fixture, inward (negative in front of
 the fixture).
