@@ -16,6 +16,7 @@ from libero_ll.experts.shelf import (
     HAND_FRONT_LINK6,
     PUSH_PITCH,
     RETREAT,
+    WRIST_TOP,
     Layer,
     insert_waypoints,
     is_layer,
@@ -200,6 +201,26 @@ def test_the_microwave_floor_runs_out_under_the_door_as_a_sill():
     region = next(r for r in model.regions if r.name == "heating_region")
     assert region.pos[2] - region.half_size[2] == pytest.approx(-hz + MICROWAVE_FLOOR)
     assert layer_shape(model, "heating_region").door
+
+
+def test_under_a_roof_high_enough_for_the_whole_wrist_the_hand_takes_the_object_to_the_middle():
+    """A layer whose board clears the wrist: the hand goes in under it, sets the object down in the
+    middle of the region and backs out low along it (no rise under the board)."""
+    from dataclasses import replace
+
+    mug = get_model("white_yellow_mug")
+    tall = replace(_layer(), roof=1.25)
+    offset = np.array([-0.036, 0.0])  # the hand 3.6 cm behind the mug's centre
+    hand = pitched_rotation(math.pi / 2, tall.inward, 0.0)
+    way = insert_waypoints(tall, mug, offset, 0.0, hand, False, 0.0, 1.0, None)
+    start, outside, inside, down, back = (w[1] for w in way if w[0] == "move")
+    assert inside[2] + WRIST_TOP <= tall.roof
+    assert tall.depth(down) + 0.036 == pytest.approx(tall.middle)  # the mug's centre
+    assert tall.depth(inside) > tall.edge
+    assert back[2] == pytest.approx(down[2] + 0.005) and tall.depth(back) < tall.depth(down)
+    # Under the usual 17 cm board the same mug stays in front of the board's edge.
+    low = [w[1] for w in insert_waypoints(_layer(), mug, offset, 0.0, hand, False, 0.0, 1.0, None) if w[0] == "move"]
+    assert _layer().depth(low[2]) == pytest.approx(-HAND_FRONT)
 
 
 def test_a_mug_held_by_its_rim_is_set_in_the_microwave_doorway_and_let_go_from_above():
