@@ -18,7 +18,7 @@ from libero_ll.bddl.spec import (
     TaskSpec,
     iter_atoms,
 )
-from libero_ll.bddl.validate import check_file, load_file, validate
+from libero_ll.bddl.validate import BddlWarning, check_file, load_file, validate, validate_with_warnings
 from libero_ll.bddl.writer import write_file, write_string
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "PROBLEM_CLASSES",
     "And",
     "BddlError",
+    "BddlWarning",
     "Formula",
     "Loc",
     "Not",
@@ -40,6 +41,7 @@ __all__ = [
     "parse_file",
     "parse_string",
     "validate",
+    "validate_with_warnings",
     "write_file",
     "write_string",
 ]

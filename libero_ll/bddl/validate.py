@@ -1,7 +1,8 @@
 """Check a TaskSpec for meaning errors (undeclared names, bad targets, value ranges, categories).
 
 Unlike the parser, which stops at the first problem, validation returns every problem it finds,
-each located at the token that caused it.
+each located at the token that caused it. A few things that LIBERO's own files do and that do no
+harm (a region nobody uses whose target is not declared) are warnings, not errors.
 """
 
 from __future__ import annotations
@@ -26,16 +27,25 @@ from libero_ll.bddl.spec import (
 _FIRST_ARG_IS_INSTANCE = ("on", "in", "up")
 
 
+class BddlWarning(UserWarning):
+    """A harmless oddity of a task file (issued through Python's warnings when a scene is built)."""
+
+
 class _Validator:
     def __init__(self, spec: TaskSpec, categories: Mapping[str, Sequence[str]] | None):
         self.spec = spec
         self.categories = categories
         self.errors: list[BddlError] = []
+        self.warnings: list[BddlError] = []
         self.unknown = Loc(spec.path or "<spec>", 0, 0)
         self.instances = spec.instances()
+        self.used = {a for p in [*spec.init, *iter_atoms(spec.goal)] for a in p.args}
 
     def add(self, loc: Loc | None, message: str) -> None:
         self.errors.append(BddlError.at(loc or self.unknown, message))
+
+    def warn(self, loc: Loc | None, message: str) -> None:
+        self.warnings.append(BddlError.at(loc or self.unknown, message))
 
     def run(self) -> list[BddlError]:
         spec = self.spec
@@ -60,6 +70,7 @@ class _Validator:
         if isinstance(spec.goal, And) and not spec.goal.children:
             self.add(spec.goal.loc or locs.get(":goal"), "the goal is empty: nothing would have to be done")
         # File order reads best; errors without a position go last.
+        self.warnings.sort(key=lambda e: (e.line == 0, e.line, e.col))
         return sorted(self.errors, key=lambda e: (e.line == 0, e.line, e.col))
 
     def check_instances(self) -> None:
@@ -81,11 +92,14 @@ class _Validator:
         if region.full_name in self.instances:
             self.add(region.loc, f"region '{region.full_name}' has the same name as an instance")
         if region.target not in self.instances:
-            self.add(
-                at("target", region.loc),
-                f"region '{region.name}' targets '{region.target}', "
-                "which is not a declared fixture or object",
+            message = (
+                f"region '{region.name}' targets '{region.target}', which is not a declared fixture or object"
             )
+            if region.full_name in self.used:
+                self.add(at("target", region.loc), message)
+            else:
+                # LIBERO's generator leaves regions of objects it took out of a scene; unused, they do no harm.
+                self.warn(at("target", region.loc), message + "; the region is not used, so it is ignored")
         for i, r in enumerate(region.ranges):
             what = f"range {i + 1} of region '{region.name}'"
             if not self.numbers(r, 4, what, at(f"ranges.{i}.0", region.loc)):
@@ -134,11 +148,25 @@ class _Validator:
         seen: set[str] = set()
         for i, inst in enumerate(self.spec.obj_of_interest):
             loc = self.spec.interest_locs[i] if i < len(self.spec.interest_locs) else None
-            if inst not in self.instances:
+            if inst not in self.instances and not self.names_region(inst):
                 self.add(loc, f"undeclared instance '{inst}' in :obj_of_interest")
             elif inst in seen:
                 self.add(loc, f"'{inst}' is listed twice in :obj_of_interest")
             seen.add(inst)
+
+    def names_region(self, name: str) -> bool:
+        """Whether ``name`` is a declared region or an affordance region of a declared instance.
+
+        LIBERO's files list the region a task is about (a drawer, the stove's burner) among the
+        objects of interest; nothing reads that list as instances, so a region there is fine.
+        """
+        if name in self.spec.regions:
+            return True
+        for inst, category in self.instances.items():
+            if name.startswith(inst + "_"):
+                if self.categories is None or name[len(inst) + 1 :] in self.categories.get(category, ()):
+                    return True
+        return False
 
     def check_predicate(self, p: Predicate, section: str) -> None:
         if p.name not in PREDICATE_ARITY:
@@ -209,19 +237,38 @@ def validate(spec: TaskSpec, categories: Mapping[str, Sequence[str]] | None = No
         categories: known category name -> names of its affordance regions, from the asset library;
             None skips the checks that need it (unknown categories, affordance region names).
 
-    Returns a list of BddlError, empty when the spec is valid.
+    Returns a list of BddlError, empty when the spec is valid. Warnings are left out; see
+    validate_with_warnings().
     """
     return _Validator(spec, categories).run()
 
 
+def validate_with_warnings(
+    spec: TaskSpec, categories: Mapping[str, Sequence[str]] | None = None
+) -> tuple[list[BddlError], list[BddlError]]:
+    """``(errors, warnings)`` of ``spec``, each in file order.
+
+    Args:
+        spec, categories: as for validate().
+
+    Warnings are located messages like errors (same type, printed ``path:line:col: message``) about
+    things that do not stop the task from loading, such as an unused region whose target is not
+    declared.
+    """
+    v = _Validator(spec, categories)
+    errors = v.run()
+    return errors, v.warnings
+
+
 def check_file(
-    path, categories: Mapping[str, Sequence[str]] | None = None
+    path, categories: Mapping[str, Sequence[str]] | None = None, warnings: list | None = None
 ) -> tuple[TaskSpec | None, list[BddlError]]:
     """Parse and validate the task file at ``path`` (str or os.PathLike).
 
     Args:
         path: the task file.
         categories: as for validate().
+        warnings: a list that receives the file's warnings (BddlError values), if given.
 
     Returns ``(spec, problems)``; when the file does not parse, ``(None, [the parse error])``.
     """
@@ -229,7 +276,10 @@ def check_file(
         spec = parse_file(path)
     except BddlError as e:
         return None, [e]
-    return spec, validate(spec, categories)
+    errors, found = validate_with_warnings(spec, categories)
+    if warnings is not None:
+        warnings.extend(found)
+    return spec, errors
 
 
 def load_file(path, categories: Mapping[str, Sequence[str]] | None = None) -> TaskSpec:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 from libero_ll.errors import LiberoError
 
 # Modules of the subcommands, in the order of `libero-ll --help`.
 SUBCOMMANDS = (
-    "check", "render", "init_states", "generate", "collect", "verify", "teleop", "train", "metrics", "report"
+    "check", "render", "init_states", "generate", "collect", "verify", "export", "teleop", "train", "metrics",
+    "report",
 )
 
 
@@ -29,12 +31,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    # Our own warnings are for the person at the terminal: the message, not the source line that raised it.
+    if category.__module__.startswith("libero_ll."):
+        print(f"warning: {message}", file=file or sys.stderr)
+    else:
+        print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     # Spinning OpenMP threads make 2-thread torch many times slower when the simulator shares the cores.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return int(args.func(args) or 0)
     except LiberoError as e:
         if args.debug:
             raise

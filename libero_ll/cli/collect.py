@@ -11,11 +11,12 @@ from libero_ll.errors import LiberoError
 def cmd_collect(args) -> int:
     from tqdm import tqdm
 
-    from libero_ll.data.collect import MAX_ATTEMPTS, collect
+    from libero_ll.data.collect import EXPERT_MAX_STEPS, MAX_ATTEMPTS, collect
     from libero_ll.envs.env import EnvConfig
     from libero_ll.experiments.lifelong import suite_tasks
 
     max_attempts = MAX_ATTEMPTS if args.max_attempts is None else args.max_attempts
+    max_steps = EXPERT_MAX_STEPS if args.max_steps is None else args.max_steps
     if bool(args.suite) == bool(args.task):
         raise LiberoError("give either --suite NAME or --task FILE")
     if args.tasks is not None and not args.suite:
@@ -41,7 +42,7 @@ def cmd_collect(args) -> int:
 
     try:
         stats = collect(
-            pairs, args.demos, args.seed, env_cfg, args.max_steps, workers=args.workers,
+            pairs, args.demos, args.seed, env_cfg, max_steps, workers=args.workers,
             max_attempts=max_attempts, overwrite=args.overwrite, progress=progress,
         )
     except KeyboardInterrupt:
@@ -107,7 +108,11 @@ def register(sub) -> None:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--image-size", type=int, default=128)
     s.add_argument("--robot-mesh", default="visual", choices=["visual", "collision"])
-    s.add_argument("--max-steps", type=int, default=400)
+    s.add_argument(
+        "--max-steps", type=int,
+        help="the expert's episode cap, policy steps (default: EXPERT_MAX_STEPS of libero_ll/data/collect.py, "
+        "600, the evaluation cap)",
+    )
     s.add_argument("--workers", type=int, default=1, help="processes collecting at once (default 1)")
     s.add_argument(
         "--max-attempts", type=int,

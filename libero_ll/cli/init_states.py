@@ -1,4 +1,4 @@
-"""`libero-ll init-states`: sample and store the fixed initial states of task files."""
+"""`libero-ll init-states`: sample and store the fixed initial states of task files, or convert LIBERO's."""
 
 from __future__ import annotations
 
@@ -9,11 +9,17 @@ from libero_ll.errors import LiberoError
 
 def cmd_init_states(args) -> int:
     from libero_ll.envs.init_states import init_states_path, write_init_states
-    from libero_ll.experiments.lifelong import suite_tasks
 
     if bool(args.suite) == bool(args.files):
         raise LiberoError("give task files or --suite NAME")
-    tasks = suite_tasks(args.suite) if args.suite else [Path(f) for f in args.files]
+    if args.suite:
+        from libero_ll.experiments.lifelong import suite_tasks
+
+        tasks = suite_tasks(args.suite)
+    else:
+        tasks = [Path(f) for f in args.files]
+    if args.libero:
+        return _convert(tasks, Path(args.libero), args)
     for t in tasks:
         if init_states_path(t).exists() and not args.overwrite:
             print(f"{init_states_path(t)}: exists, skipped (--overwrite to remake)")
@@ -23,6 +29,39 @@ def cmd_init_states(args) -> int:
     return 0
 
 
+def _convert(tasks: list[Path], source: Path, args) -> int:
+    """Convert LIBERO's initial-states file of each task; exit 1 when a converted start fails init."""
+    from libero_ll.envs.init_states import LIBERO_SUFFIXES, convert_libero_init_states, init_states_path
+
+    if source.is_file() and len(tasks) > 1:
+        raise LiberoError(f"--libero {source} is one file; give a folder to convert {len(tasks)} tasks")
+    if not source.exists():
+        raise LiberoError(f"--libero {source}: no such file or folder")
+    status = 0
+    for t in tasks:
+        if source.is_dir():
+            found = [source / (t.stem + s) for s in LIBERO_SUFFIXES if (source / (t.stem + s)).is_file()]
+            if not found:
+                raise LiberoError(f"{source}: no {t.stem}{LIBERO_SUFFIXES[0]} for task {t}")
+            libero_file = found[0]
+        else:
+            libero_file = source
+        if init_states_path(t).exists() and not args.overwrite:
+            print(f"{init_states_path(t)}: exists, skipped (--overwrite to remake)")
+            continue
+        r = convert_libero_init_states(t, libero_file, seed=args.seed, overwrite=args.overwrite)
+        print(
+            f"{r.path}: {r.count} initial states from {libero_file.name}; init holds in "
+            f"{r.count - len(r.init_false)}, goal false in {r.count - len(r.goal_true)}; "
+            f"{len(r.pushed)} moved apart where our models are larger"
+        )
+        for what, which in (("init does not hold", r.init_false), ("goal already holds", r.goal_true)):
+            if which:
+                status = 1
+                print(f"  {what} in states {', '.join(map(str, which))}")
+    return status
+
+
 def register(sub) -> None:
     s = sub.add_parser("init-states", help="sample and store the fixed initial states of task files")
     s.add_argument("files", nargs="*", help=".bddl task files")
@@ -30,4 +69,10 @@ def register(sub) -> None:
     s.add_argument("--n", type=int, default=50, help="how many states (default 50)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--overwrite", action="store_true")
+    s.add_argument(
+        "--libero",
+        metavar="PATH",
+        help="convert LIBERO's fixed initial states instead of sampling: its .pruned_init file of the task, "
+        "or a folder holding <task>.pruned_init for each task",
+    )
     s.set_defaults(func=cmd_init_states)

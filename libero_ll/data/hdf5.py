@@ -12,7 +12,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import h5py
 import numpy as np
@@ -446,6 +446,20 @@ def read_demos(
     Raises:
         LiberoError: the file is missing or not HDF5, or lacks ``data``, ``actions`` or a requested key.
     """
+    return list(iter_demos(path, obs_keys, max_demos, upright=upright))
+
+
+def iter_demos(
+    path: str | os.PathLike,
+    obs_keys: Sequence[str] | None = None,
+    max_demos: int | None = None,
+    *,
+    upright: bool = True,
+) -> Iterator[Demo]:
+    """The demos of `read_demos`, one at a time, so that only one is in memory (arguments as there).
+
+    The file stays open until the iterator is exhausted or closed.
+    """
     path = Path(path)
     with _open(path) as f:
         data = f["data"]
@@ -454,7 +468,6 @@ def read_demos(
         names = _demo_names(data)
         if max_demos is not None:
             names = names[: max(int(max_demos), 0)]
-        demos = []
         for name in names:
             grp = data[name]
             if "actions" not in grp:
@@ -478,15 +491,12 @@ def read_demos(
                 init_state = np.asarray(attrs["init_state"])
             else:
                 init_state = states[0].copy() if len(states) else np.zeros(0)
-            demos.append(
-                Demo(
-                    actions=actions,
-                    states=states,
-                    robot_states=robot_states,
-                    obs=obs,
-                    init_state=init_state,
-                    model_file=_text(attrs["model_file"]) if "model_file" in attrs else "",
-                    seed=int(attrs["seed"]) if "seed" in attrs else None,
-                )
+            yield Demo(
+                actions=actions,
+                states=states,
+                robot_states=robot_states,
+                obs=obs,
+                init_state=init_state,
+                model_file=_text(attrs["model_file"]) if "model_file" in attrs else "",
+                seed=int(attrs["seed"]) if "seed" in attrs else None,
             )
-        return demos

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy as np
 from libero_ll.assets.categories import ARENAS, affordances, get_model
 from libero_ll.bddl.parser import parse_file
 from libero_ll.bddl.spec import TaskSpec
-from libero_ll.bddl.validate import validate
+from libero_ll.bddl.validate import BddlWarning, validate_with_warnings
 from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
 from libero_ll.errors import LiberoError
 
@@ -47,9 +48,11 @@ class EnvConfig:
 def load_task(path_or_spec) -> TaskSpec:
     """A validated TaskSpec from a path or an already parsed spec; LiberoError listing every problem."""
     spec = path_or_spec if isinstance(path_or_spec, TaskSpec) else parse_file(str(path_or_spec))
-    errors = validate(spec, affordances())
+    errors, notes = validate_with_warnings(spec, affordances())
     if errors:
         raise LiberoError("\n".join(str(e) for e in errors))
+    for note in notes:
+        warnings.warn(str(note), BddlWarning, stacklevel=3)
     if spec.problem_class not in ARENAS:
         raise LiberoError(
             f"{spec.path or '<task>'}: scene family {spec.problem_class!r} is not available yet; "
@@ -215,15 +218,17 @@ class LiberoEnv:
             on = self.geometry.joint_value(inst, "knob") >= th.KNOB_ON
             self.model.geom_rgba[gid] = (0.95, 0.25, 0.08, 1.0) if on else off_rgba
 
-    def reset(self, seed: int | None = None) -> dict:
+    def reset(self, seed: int | None = None, positions: dict | None = None) -> dict:
         """Start an episode from a freshly sampled initial state.
 
         Args:
             seed: seeds the placement sampler; the same seed gives the same initial state.
+            positions: instance -> world (x, y) for things that must start at a given point of
+                their region instead of a sampled one (see placement.sample_placements).
         """
         rng = np.random.default_rng(seed)
         self.scene.reset()
-        layout = self._sample_placements(self.spec, self.arena, rng)
+        layout = self._sample_placements(self.spec, self.arena, rng, positions)
         for inst, pose in layout.poses.items():
             if inst in self._joint_qpos:
                 adr = self._joint_qpos[inst]
@@ -235,6 +240,12 @@ class LiberoEnv:
         for key, (adr, _) in self.geometry.joints.items():
             self.data.qpos[adr] = layout.joints.get(key, 0.0)
         self.data.qvel[:] = 0
+        if layout.crowded:
+            # A region too tight for our footprints: let the simulator push overlapping things apart.
+            from libero_ll.envs.placement import settle_overlaps
+
+            settle_overlaps(self.model, self.data, list(self._joint_qpos.values()), self.geometry.geom_owner,
+                            self.geometry.index[self.workspace])
         self._sync_controller()
         zero = np.zeros(7)
         zero[6] = -1.0

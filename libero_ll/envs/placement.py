@@ -4,11 +4,19 @@ Handles regions with ranges and yaw ranges (on the table or relative to another 
 (On(a, b)), objects in containers, drawers and compartments (In(a, region)), objects on a
 fixture's surface regions, and drawers, doors and knobs preset by Open/Close/TurnOn/TurnOff.
 Pure geometry on the category models; the environment writes the result into the simulator.
+
+Regions written for other object libraries (LIBERO's) can be too tight for our models' footprints.
+When no pose clear of every footprint is found, placement falls back to what LIBERO's sampler
+does, a check on horizontal radii, using the shapes' outlines (circles for round things), and takes
+the pose that overlaps its neighbours least; `relax` then pushes overlapping outlines apart within
+reach of their regions, the simulator settles what still touches (`settle_overlaps`, at reset), and
+a `PlacementWarning` says so. Scenes that place without the fallback place exactly as before.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +35,22 @@ DRAWER_WALL_GAP = 0.006
 # Footprints (rotated bounding rectangles) must stay this far apart, metres; negative allows a small
 # overlap where a bounding box is generous (round things).
 FOOTPRINT_GAP = -0.005
+# The fallback for regions too tight for our footprints accepts a pose whose outline overlaps a
+# neighbour's by at most this much, metres: the simulator pushes such overlaps apart at reset.
+SETTLE_MAX_OVERLAP = 0.05
+# relax() sweeps over all pairs at most this often, and leaves this much room between outlines, metres.
+RELAX_SWEEPS = 200
+RELAX_CLEARANCE = 0.0005
+# relax() keeps an object's centre this far inside the init tolerance of its region, metres.
+RELAX_MARGIN = 0.003
+# A model is round when its colliding shapes fit in a circle this little larger than its footprint's
+# half width (walls built from boxes poke out at their corners by a few per cent).
+ROUND_SLACK = 1.05
 JOINT_PREDICATES = ("open", "close", "turnon", "turnoff")
+
+
+class PlacementWarning(UserWarning):
+    """A task's start layout needed the fallback: some things overlap and are settled by the simulator."""
 
 
 @dataclass
@@ -47,6 +70,9 @@ class Layout:
 
     poses: dict[str, Pose] = field(default_factory=dict)
     joints: dict[tuple[str, str], float] = field(default_factory=dict)
+    # Instances placed by the fallback, each with the neighbour it overlaps most and by how much
+    # (metres); the environment lets the simulator push them apart.
+    crowded: dict[str, tuple[str, float]] = field(default_factory=dict)
 
 
 def rotate(xy, yaw: float) -> np.ndarray:
@@ -74,6 +100,127 @@ class Footprint:
             if abs(float(d @ axis)) >= r:
                 return False
         return True
+
+
+@dataclass
+class Outline:
+    """The horizontal outline of a placed instance, for the fallback: a circle or a rotated rectangle.
+
+    Args:
+        name: the instance.
+        xy: centre, world frame, metres.
+        half: half extents of the rectangle, metres.
+        yaw: rotation, radians.
+        radius: for round things, the circle that holds their colliding shapes; None otherwise.
+        movable: whether relax() may move it (objects; fixtures are welded).
+        bounds: where relax() may move it: (origin, yaw, (x_min, y_min, x_max, y_max)) of its region.
+    """
+
+    name: str
+    xy: np.ndarray
+    half: tuple[float, float]
+    yaw: float
+    radius: float | None
+    movable: bool = False
+    bounds: tuple | None = None
+
+    def contact(self, other: "Outline") -> tuple[float, np.ndarray]:
+        """(depth, n): how deep the outlines overlap (metres; negative: the gap), and the unit vector
+        along which moving `other` separates them fastest."""
+        d = other.xy - self.xy
+        if self.radius is not None and other.radius is not None:
+            dist = float(np.hypot(*d))
+            n = d / dist if dist > 1e-9 else np.array([1.0, 0.0])
+            return self.radius + other.radius - dist, n
+        if self.radius is not None or other.radius is not None:
+            circle, rect = (self, other) if self.radius is not None else (other, self)
+            p = rotate(circle.xy - rect.xy, -rect.yaw)
+            half = np.asarray(rect.half, dtype=float)
+            q = np.abs(p) - half
+            if np.any(q > 0):
+                gap = p - np.clip(p, -half, half)
+                dist = float(np.hypot(*gap))
+                n_local, signed = gap / max(dist, 1e-12), dist
+            else:
+                i = int(np.argmax(q))
+                n_local = np.zeros(2)
+                n_local[i] = 1.0 if p[i] >= 0 else -1.0
+                signed = float(q[i])
+            n = rotate(n_local, rect.yaw)  # from the rectangle towards the circle
+            return circle.radius - signed, (n if rect is self else -n)
+        depth, best = math.inf, np.array([1.0, 0.0])
+        for yaw in (self.yaw, self.yaw + math.pi / 2, other.yaw, other.yaw + math.pi / 2):
+            axis = np.array([math.cos(yaw), math.sin(yaw)])
+            r = 0.0
+            for f in (self, other):
+                r += abs(math.cos(f.yaw - yaw)) * f.half[0] + abs(math.sin(f.yaw - yaw)) * f.half[1]
+            along = float(d @ axis)
+            if r - abs(along) < depth:
+                depth, best = r - abs(along), axis * (1.0 if along >= 0 else -1.0)
+        return depth, best
+
+    def clamp(self, xy: np.ndarray) -> np.ndarray:
+        """``xy`` moved back inside this outline's bounds."""
+        if self.bounds is None:
+            return xy
+        origin, yaw, (x0, y0, x1, y1) = self.bounds
+        local = rotate(xy - origin[:2], -yaw)
+        local = np.array([min(max(local[0], x0), x1), min(max(local[1], y0), y1)])
+        return origin[:2] + rotate(local, yaw)
+
+
+def relax(outlines: list[Outline], sweeps: int = RELAX_SWEEPS) -> float:
+    """Push overlapping outlines apart, each movable one staying within its bounds; returns the deepest
+    overlap left, metres (0 when none overlap).
+
+    Two movable outlines each move half of their overlap, a movable one next to a fixed one all of it.
+    """
+    worst = 0.0
+    for _ in range(sweeps):
+        worst = 0.0
+        for i, a in enumerate(outlines):
+            for b in outlines[i + 1 :]:
+                if not (a.movable or b.movable):
+                    continue
+                depth, n = a.contact(b)
+                if depth <= 0.0:
+                    continue
+                worst = max(worst, depth)
+                step = depth + RELAX_CLEARANCE
+                share = 0.5 if a.movable and b.movable else 1.0
+                if a.movable:
+                    a.xy = a.clamp(a.xy - n * step * share)
+                if b.movable:
+                    b.xy = b.clamp(b.xy + n * step * share)
+        if worst <= 0.0:
+            break
+    return max(0.0, max((a.contact(b)[0] for i, a in enumerate(outlines) for b in outlines[i + 1 :]
+                         if a.movable or b.movable), default=0.0))
+
+
+def round_radius(model: Model) -> float | None:
+    """Radius of the circle around the origin that holds a round object's colliding shapes; None if not round.
+
+    Fixtures and things whose footprint is not square, or whose shapes reach into the footprint's
+    corners (boxes, cartons), are not round.
+    """
+    hx, hy = model.half_size[:2]
+    if model.kind != "object" or abs(hx - hy) > 0.05 * max(hx, hy):
+        return None
+    far = 0.0
+    for g in model.geoms:
+        if not g.collide:
+            continue
+        if g.type == "box":
+            c, s = math.cos(g.yaw), math.sin(g.yaw)
+            for sx in (-1, 1):
+                for sy in (-1, 1):
+                    x = g.pos[0] + c * sx * g.size[0] - s * sy * g.size[1]
+                    y = g.pos[1] + s * sx * g.size[0] + c * sy * g.size[1]
+                    far = max(far, math.hypot(x, y))
+        else:
+            far = max(far, math.hypot(g.pos[0], g.pos[1]) + g.size[0])
+    return far if 0.0 < far <= ROUND_SLACK * max(hx, hy) else None
 
 
 def owner_of(name: str, instances: dict[str, str]) -> tuple[str, str] | None:
@@ -127,26 +274,36 @@ def region_in_model(model: Model, region_name: str, joints: dict[str, float]) ->
     raise KeyError(region_name)
 
 
-def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator) -> Layout:
+def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator,
+                      positions: dict[str, np.ndarray] | None = None) -> Layout:
     """Sample a start pose for every fixture and object placed by the task's init predicates.
 
     Args:
         spec: the task.
         arena: its scene family's arena (table size and height).
         rng: the random generator (seeded by the caller for reproducible starts).
+        positions: instance -> world (x, y), metres, for instances placed in a region with ranges
+            that must start there rather than at a sampled point (a state converted from elsewhere);
+            where such a position overlaps a neighbour, it is pushed apart like a crowded pose.
 
     Returns:
         The Layout: a Pose for each instance an init predicate places, and the preset joint values.
+        When a region is too tight for a collision-free pose, the fallback's poses are listed in
+        ``Layout.crowded`` and a PlacementWarning is issued.
 
     Raises:
-        LiberoError: an init predicate this library cannot realise, or a region in which no
-        collision-free pose was found in MAX_TRIES tries (the message names the region).
+        LiberoError: an init predicate this library cannot realise, or a region in which no pose
+        was found in MAX_TRIES tries that overlaps its neighbours by at most SETTLE_MAX_OVERLAP
+        (the message names the region).
     """
     table_top = np.array([0.0, 0.0, arena.table_top_z])
     instances = spec.instances()
     layout = Layout()
     poses = layout.poses
     footprints: list[Footprint] = []
+    outlines: list[Outline] = []
+    # What stands on, in or relative to each instance: it moves along when relax() moves its support.
+    children: dict[str, list[str]] = {}
     pending = []
     for p in spec.init:
         if p.name in JOINT_PREDICATES:
@@ -179,23 +336,75 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator) ->
                 return False
             origin, frame_yaw = frame
             yaws = region.yaw_rotation or [(0.0, 0.0)]
-            for _ in range(MAX_TRIES):
-                x0, y0, x1, y1 = region.ranges[rng.integers(len(region.ranges))]
+
+            def draw() -> tuple[np.ndarray, float, tuple]:
+                box = region.ranges[rng.integers(len(region.ranges))]
                 lo, hi = yaws[rng.integers(len(yaws))]
-                xy = origin[:2] + rotate((rng.uniform(x0, x1), rng.uniform(y0, y1)), frame_yaw)
-                yaw = float(rng.uniform(lo, hi)) + frame_yaw
+                local = (rng.uniform(box[0], box[2]), rng.uniform(box[1], box[3]))
+                xy = origin[:2] + rotate(local, frame_yaw)
+                return xy, float(rng.uniform(lo, hi)) + frame_yaw, box
+
+            def outline(xy: np.ndarray, yaw: float, box: tuple) -> Outline:
+                # relax() may move an object within its range, short of the init check's tolerance.
+                grow = th.ON_RANGE_TOLERANCE - RELAX_MARGIN
+                bounds = (origin, frame_yaw, (box[0] - grow, box[1] - grow, box[2] + grow, box[3] + grow))
+                return Outline(a, xy, model.half_size[:2], yaw, round_radius(model),
+                               movable=model.kind == "object", bounds=bounds)
+
+            def put(xy: np.ndarray, yaw: float, box: tuple) -> None:
+                footprints.append(Footprint(xy, model.half_size[:2], yaw))
+                outlines.append(outline(xy, yaw, box))
+                if get_model(instances[region.target]).kind != "workspace":
+                    children.setdefault(region.target, []).append(a)
+                # Fixtures are welded where they are put and never settle: no drop for them.
+                drop = 0.0 if model.kind == "fixture" else DROP_HEIGHT
+                poses[a] = Pose(np.array([xy[0], xy[1], origin[2] + model.half_size[2] + drop]), yaw)
+
+            if positions is not None and a in positions:
+                xy, yaw, box = draw()
+                xy = np.asarray(positions[a], dtype=float)[:2].copy()
+                depth, other = max(((outline(xy, yaw, box).contact(o)[0], o.name) for o in outlines),
+                                   default=(-math.inf, ""))
+                put(xy, yaw, box)
+                if depth > 0.0:
+                    layout.crowded[a] = (other, depth)
+                return True
+            for _ in range(MAX_TRIES):
+                xy, yaw, box = draw()
                 mine = Footprint(xy, model.half_size[:2], yaw)
                 if not any(mine.overlaps(f) for f in footprints):
-                    footprints.append(mine)
-                    # Fixtures are welded where they are put and never settle: no drop for them.
-                    drop = 0.0 if model.kind == "fixture" else DROP_HEIGHT
-                    pos = np.array([xy[0], xy[1], origin[2] + model.half_size[2] + drop])
-                    poses[a] = Pose(pos, yaw)
+                    put(xy, yaw, box)
                     return True
-            raise LiberoError(
-                f"could not place {a} in region {where} without touching another object "
-                f"after {MAX_TRIES} tries; widen the region or move its neighbours"
+            # The region is too tight for our footprints. Like LIBERO's sampler, keep centres apart by
+            # the outlines' radii; failing that, take the pose that overlaps its neighbours least.
+            best = None
+            for _ in range(MAX_TRIES):
+                xy, yaw, box = draw()
+                mine = outline(xy, yaw, box)
+                worst = max(((mine.contact(o)[0], o.name) for o in outlines), default=(-math.inf, ""))
+                if best is None or worst[0] < best[3][0]:
+                    best = (xy, yaw, box, worst)
+                if worst[0] <= 0.0:
+                    break
+            xy, yaw, box, (depth, other) = best
+            if depth > SETTLE_MAX_OVERLAP:
+                raise LiberoError(
+                    f"could not place {a} in region {where} without touching another object "
+                    f"after {MAX_TRIES} tries, nor with less than {SETTLE_MAX_OVERLAP * 100:.0f} cm of "
+                    f"overlap ({other} overlaps it by {depth * 100:.1f} cm at best); widen the region "
+                    "or move its neighbours"
+                )
+            put(xy, yaw, box)
+            if depth > 0.0:
+                layout.crowded[a] = (other, depth)
+            warnings.warn(
+                f"{spec.path or '<task>'}: region {where} is too tight for the footprint of {a} "
+                f"({instances[a]}) beside {other}: placed as LIBERO does, on horizontal radii"
+                + (", and the two are pushed apart before the start" if depth > 0.0 else ""),
+                PlacementWarning,
+                stacklevel=3,
             )
+            return True
         if p.name == "on" and where in instances:
             if where not in poses:
                 return False
@@ -203,6 +412,7 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator) ->
             below = get_model(instances[where])
             pos = base.pos + np.array([0.0, 0.0, below.half_size[2] + model.half_size[2] + DROP_HEIGHT])
             poses[a] = Pose(pos, base.yaw)
+            children.setdefault(where, []).append(a)
             return True
         # In(a, <owner>_<region>) or On(a, <owner>_<surface>): an affordance region of a placed instance.
         split = owner_of(where, instances)
@@ -227,6 +437,7 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator) ->
         centre = base.pos + np.array([*rotate(centre_local[:2], base.yaw), centre_local[2]])
         z = centre[2] - reg.half_size[2] + model.half_size[2] + DROP_HEIGHT
         poses[a] = Pose(np.array([centre[0], centre[1], z]), base.yaw)
+        children.setdefault(owner, []).append(a)
         return True
 
     # Stacks, containers and regions on other instances need their support placed first.
@@ -236,4 +447,82 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator) ->
             names = ", ".join(f"{p.name}({' '.join(p.args)})" for p in pending)
             raise LiberoError(f"init predicates form a cycle or lean on an unplaced instance: {names}")
         pending = [p for p in pending if p not in progressed]
+    if layout.crowded:
+        _relax_layout(layout, outlines, children)
     return layout
+
+
+def _relax_layout(layout: Layout, outlines: list[Outline], children: dict[str, list[str]]) -> None:
+    """Push the outlines of a crowded layout apart and move what stands on each moved thing along."""
+    start = {o.name: o.xy.copy() for o in outlines}
+    relax(outlines)
+
+    def shift(inst: str, d: np.ndarray) -> None:
+        layout.poses[inst].pos[:2] += d
+        for child in children.get(inst, ()):
+            shift(child, d)
+
+    for o in outlines:
+        d = o.xy - start[o.name]
+        if np.any(d != 0.0):
+            shift(o.name, d)
+
+
+# The most physics steps settle_overlaps takes, and the penetration (metres) it settles down to.
+SETTLE_STEPS = 3000
+SETTLE_TOLERANCE = 0.002
+# settle_overlaps stops after this many steps without the deepest penetration shrinking by 0.1 mm.
+SETTLE_PATIENCE = 200
+
+
+def settle_overlaps(model, data, free_qpos, geom_owner, ignore: int, max_steps: int = SETTLE_STEPS,
+                    tolerance: float = SETTLE_TOLERANCE) -> float:
+    """Let the simulator push apart objects that start inside each other or inside a fixture.
+
+    Quasi-static: after every physics step all velocities are zeroed and everything but the free
+    objects is put back, so the contact forces move overlapping objects only as far as it takes to
+    separate them, without throwing them across the table.
+
+    Args:
+        model, data: the raw ``mujoco.MjModel`` / ``mujoco.MjData`` of the scene, with the start
+            layout written in.
+        free_qpos: qpos address of each object's free joint (7 numbers each).
+        geom_owner: per geom, the index of the instance that owns it (-1: robot or arena).
+        ignore: owner index whose contacts do not count (the table, which objects rest on).
+        max_steps: most physics steps taken.
+        tolerance: stop once no two instances interpenetrate deeper than this, metres.
+
+    Returns the deepest penetration left between two instances, metres (0 when none touch).
+    """
+    import mujoco
+
+    keep = data.qpos.copy()
+    fixed = np.ones(model.nq, dtype=bool)
+    for adr in free_qpos:
+        fixed[adr : adr + 7] = False
+
+    def deepest() -> float:
+        n = data.ncon
+        if n == 0:
+            return 0.0
+        con = data.contact[:n]
+        o1, o2 = geom_owner[con.geom1], geom_owner[con.geom2]
+        between = (o1 >= 0) & (o2 >= 0) & (o1 != o2) & (o1 != ignore) & (o2 != ignore)
+        return float(max(0.0, -con.dist[between].min())) if between.any() else 0.0
+
+    mujoco.mj_forward(model, data)
+    depth = best = deepest()
+    since = 0
+    for step in range(max_steps):
+        if depth <= tolerance or since >= SETTLE_PATIENCE:
+            break
+        mujoco.mj_step(model, data)
+        data.qpos[fixed] = keep[fixed]
+        data.qvel[:] = 0.0
+        if step % 10 == 9:
+            mujoco.mj_forward(model, data)
+            depth = deepest()
+            # Things wedged against each other stop moving: no use stepping on.
+            since = 0 if depth < best - 1e-4 else since + 10
+            best = min(best, depth)
+    return depth

@@ -7,6 +7,62 @@ from dataclasses import dataclass
 import numpy as np
 
 
+# How far (metres for positions, radians or quaternion units otherwise) a joint of the scene may move
+# and still count as not moving, for the stillness check.
+STILL_TOLERANCE = 1e-3
+
+
+def position_coordinates(model) -> np.ndarray:
+    """Indices of the joint coordinates that place things: every joint's qpos except the orientation
+    (quaternion) of free and ball joints. A can at rest may spin about its axis by a fraction of a
+    milliradian per step for ever; where things are is what tells a stuck rollout."""
+    import mujoco
+
+    keep = np.ones(model.nq, dtype=bool)
+    for j in range(model.njnt):
+        adr = int(model.jnt_qposadr[j])
+        if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            keep[adr + 3 : adr + 7] = False
+        elif model.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL:
+            keep[adr : adr + 4] = False
+    return np.nonzero(keep)[0]
+
+
+class StillnessMonitor:
+    """Tells when nothing in the scene has moved for a number of steps: a rollout that has clearly failed.
+
+    The position of every joint of the scene (the arm, the fingers, each object's centre, drawers,
+    doors, knobs: `position_coordinates`) is compared with where it was when the still spell began; a
+    spell ends when any of them has moved more than STILL_TOLERANCE. When nothing moves for longer than
+    the policy's window, a policy that acts from what it observes sees the same inputs step after step: a
+    deterministic one never leaves that state.
+
+    Args:
+        steps: consecutive still steps after which `update` says the rollout is stuck; 0 never does.
+    """
+
+    def __init__(self, steps: int):
+        self.steps = int(steps)
+        self._anchor: np.ndarray | None = None
+        self._still = 0
+
+    def reset(self, qpos: np.ndarray) -> None:
+        """Start a new rollout from joint positions ``qpos``."""
+        self._anchor = np.array(qpos, dtype=np.float64)
+        self._still = 0
+
+    def update(self, qpos: np.ndarray) -> bool:
+        """Record the joint positions after a step; True when the scene has been still for `steps` steps."""
+        if self.steps <= 0:
+            return False
+        if self._anchor is not None and np.max(np.abs(qpos - self._anchor), initial=0.0) <= STILL_TOLERANCE:
+            self._still += 1
+        else:
+            self._anchor = np.array(qpos, dtype=np.float64)
+            self._still = 0
+        return self._still >= self.steps
+
+
 @dataclass
 class Rollout:
     """One evaluation episode.
@@ -14,7 +70,8 @@ class Rollout:
     Attributes:
         index: the rollout's number i; it started from init_states[i % M].
         success: whether the task's goal held before the step cap.
-        steps: policy steps taken (the step at which the goal first held, or the cap).
+        steps: policy steps taken (the step at which the goal first held, the cap, or the step at which
+            the rollout was given up because nothing had moved for `still_steps` steps).
         final_state: the flattened simulator state at the end (LiberoEnv.get_state), for comparisons.
     """
 
@@ -25,7 +82,7 @@ class Rollout:
 
 
 def run_rollouts(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int,
-                 max_steps: int) -> list[Rollout]:
+                 max_steps: int, still_steps: int = 0) -> list[Rollout]:
     """Run `num_rollouts` episodes one after another in `env`.
 
     Args:
@@ -35,11 +92,16 @@ def run_rollouts(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num
         task_emb: (D,) language embedding of the task.
         num_rollouts: how many episodes.
         max_steps: episode cap, policy steps.
+        still_steps: end a rollout as failed once nothing in the scene has moved for this many steps
+            (see StillnessMonitor); 0 runs every failing rollout to the cap.
     """
     out = []
+    still = StillnessMonitor(still_steps)
+    where = position_coordinates(env.model)
     for i in range(num_rollouts):
         obs = env.reset_to(init_states[i % len(init_states)])
         policy.reset(1)
+        still.reset(env.data.qpos[where])
         success, steps = False, 0
         while steps < max_steps:
             action = policy.act({k: v[None] for k, v in obs.items()}, task_emb)[0]
@@ -47,6 +109,8 @@ def run_rollouts(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num
             steps += 1
             if info["success"]:
                 success = True
+                break
+            if still.update(env.data.qpos[where]):
                 break
         out.append(Rollout(i, success, steps, env.get_state()))
     return out
@@ -57,6 +121,7 @@ def success_rate(rollouts: list[Rollout]) -> float:
     return sum(r.success for r in rollouts) / max(len(rollouts), 1)
 
 
-def evaluate_task(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int, max_steps: int) -> float:
+def evaluate_task(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int, max_steps: int,
+                  still_steps: int = 0) -> float:
     """Fraction of rollouts in which the task's goal held before `max_steps` (arguments as `run_rollouts`)."""
-    return success_rate(run_rollouts(policy, env, init_states, task_emb, num_rollouts, max_steps))
+    return success_rate(run_rollouts(policy, env, init_states, task_emb, num_rollouts, max_steps, still_steps))

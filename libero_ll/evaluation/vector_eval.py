@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from libero_ll.errors import LiberoError
-from libero_ll.evaluation.rollout import Rollout, success_rate
+from libero_ll.evaluation.rollout import Rollout, StillnessMonitor, position_coordinates, success_rate
 
 
 def _worker(conn, task_files: list[str], env_cfg) -> None:
     # Runs in a spawned process: nothing from the parent's simulator or GL state is inherited.
     envs: dict = {}
+    still = StillnessMonitor(0)
     try:
         while True:
             cmd, args = conn.recv()
@@ -29,16 +30,20 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
                 if cmd == "close":
                     break
                 if cmd == "reset":
-                    task, state = args
+                    task, state, still_steps = args
                     if task not in envs:
                         from libero_ll.envs.env import LiberoEnv
 
                         envs[task] = LiberoEnv(task_files[task], env_cfg)
                     current = envs[task]
-                    conn.send(("ok", current.reset_to(state)))
+                    where = position_coordinates(current.model)
+                    obs = current.reset_to(state)
+                    still = StillnessMonitor(still_steps)
+                    still.reset(current.data.qpos[where])
+                    conn.send(("ok", obs))
                 elif cmd == "step":
                     obs, _, info = current.step(args)
-                    conn.send(("ok", (obs, bool(info["success"]))))
+                    conn.send(("ok", (obs, bool(info["success"]), still.update(current.data.qpos[where]))))
                 elif cmd == "state":
                     conn.send(("ok", current.get_state()))
                 else:
@@ -95,7 +100,7 @@ class ParallelEvaluator:
         return value
 
     def rollouts(self, policy, task: int, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int,
-                 max_steps: int) -> list[Rollout]:
+                 max_steps: int, still_steps: int = 0) -> list[Rollout]:
         """Run `num_rollouts` episodes of task number `task`, spread over the workers.
 
         Args:
@@ -105,6 +110,8 @@ class ParallelEvaluator:
             task_emb: (D,) language embedding of the task.
             num_rollouts: how many episodes.
             max_steps: episode cap, policy steps.
+            still_steps: end a rollout as failed once nothing in its scene has moved for this many steps
+                (see StillnessMonitor); 0 runs every failing rollout to the cap.
 
         Returns:
             The rollouts in order of their number.
@@ -117,7 +124,7 @@ class ParallelEvaluator:
         steps = [0] * n
         active = [True] * n
         for w in range(n):
-            self._call(w, "reset", (task, init_states[w % len(init_states)]))
+            self._call(w, "reset", (task, init_states[w % len(init_states)], still_steps))
         obs = [self._result(w) for w in range(n)]
         policy.reset(n)
         done: dict[int, Rollout] = {}
@@ -130,15 +137,15 @@ class ParallelEvaluator:
             for w in live:
                 self._call(w, "step", actions[w])
             for w in live:
-                obs[w], success = self._result(w)
+                obs[w], success, stuck = self._result(w)
                 steps[w] += 1
-                if not success and steps[w] < max_steps:
+                if not success and not stuck and steps[w] < max_steps:
                     continue
                 self._call(w, "state")
                 done[slot_rollout[w]] = Rollout(slot_rollout[w], success, steps[w], self._result(w))
                 if next_rollout < num_rollouts:
                     slot_rollout[w], steps[w] = next_rollout, 0
-                    self._call(w, "reset", (task, init_states[next_rollout % len(init_states)]))
+                    self._call(w, "reset", (task, init_states[next_rollout % len(init_states)], still_steps))
                     obs[w] = self._result(w)
                     policy.reset(n, env_ids=[w])
                     next_rollout += 1
@@ -147,9 +154,9 @@ class ParallelEvaluator:
         return [done[i] for i in range(num_rollouts)]
 
     def evaluate(self, policy, task: int, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int,
-                 max_steps: int) -> float:
+                 max_steps: int, still_steps: int = 0) -> float:
         """Success rate over `num_rollouts` episodes (arguments as `rollouts`)."""
-        return success_rate(self.rollouts(policy, task, init_states, task_emb, num_rollouts, max_steps))
+        return success_rate(self.rollouts(policy, task, init_states, task_emb, num_rollouts, max_steps, still_steps))
 
     def close(self) -> None:
         """Stop the workers (their environments are closed first)."""

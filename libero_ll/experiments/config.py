@@ -18,14 +18,16 @@ class DataConfig:
         dir: folder of `<task_name>.hdf5` demo files; missing files are collected with the expert.
         demos_per_task: demos used (and collected when missing) per task.
         collect_seed: seed of the expert's collection.
-        expert_max_steps: episode cap for the expert, policy steps.
-        collect_workers: processes collecting missing demos at once (the demos do not depend on it).
+        expert_max_steps: episode cap for the expert, policy steps (EXPERT_MAX_STEPS of
+            libero_ll/data/collect.py: the evaluation cap, which the expert's longest task fits in).
+        collect_workers: processes collecting missing demos at once (the demos do not depend on it); 0: one
+            per CPU core.
     """
 
     dir: str = "datasets/quickstart"
     demos_per_task: int = 50
     collect_seed: int = 0
-    expert_max_steps: int = 400
+    expert_max_steps: int = 600
     collect_workers: int = 1
 
 
@@ -51,7 +53,12 @@ class EvalConfig:
             `<task>.init.npz` when it is current, else sampled with `init_seed`.
         init_seed: seed that fixes sampled initial states (the same for every method).
         past_tasks: after each task, evaluate all earlier tasks (for NBT and AUC).
-        workers: environment processes stepping rollouts in parallel (1: in the training process).
+        workers: environment processes stepping rollouts in parallel (1: in the training process; 0: one
+            per CPU core, at most `rollouts`). Training waits while they run.
+        still_steps: end a rollout as failed once nothing in its scene (arm, fingers, objects, drawers,
+            doors) has moved for this many consecutive steps; 0 (the paper's protocol) runs every failing
+            rollout to `max_steps`. Longer than the policy's window, such a rollout cannot recover under
+            deterministic actions (libero_ll.evaluation.rollout.StillnessMonitor).
     """
 
     every: int = 5
@@ -61,6 +68,7 @@ class EvalConfig:
     init_seed: int = 7
     past_tasks: bool = True
     workers: int = 1
+    still_steps: int = 0
 
 
 @dataclass

@@ -178,16 +178,18 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         macs_per_window = forward_macs_per_window(policy, sample.get_batch(np.arange(min(2, len(sample)))))
         num_params = sum(p.numel() for p in policy.parameters())
 
-        if int(cfg.eval.workers) > 1:
+        eval_workers = resolve_workers(int(cfg.eval.workers), int(cfg.eval.rollouts))
+        if eval_workers > 1:
             from libero_ll.evaluation.vector_eval import ParallelEvaluator
 
-            evaluator = ParallelEvaluator(tasks, env_cfg, int(cfg.eval.workers))
+            evaluator = ParallelEvaluator(tasks, env_cfg, eval_workers)
 
         def evaluate(j: int, *when: int) -> float:
             # Own random streams per (stage, epoch, task): evaluation never shifts training's streams.
             with learner.eval_context(j), isolated_rng(derive_seed(int(cfg.seed), *when, j)), torch.no_grad():
                 policy.eval()
-                args = (init_states[j], embs[j], int(cfg.eval.rollouts), int(cfg.eval.max_steps))
+                args = (init_states[j], embs[j], int(cfg.eval.rollouts), int(cfg.eval.max_steps),
+                        int(cfg.eval.still_steps))
                 if evaluator is not None:
                     return evaluator.evaluate(policy, j, *args)
                 return evaluate_task(policy, envs[j], *args)
@@ -285,7 +287,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                         if float(np.mean(scores)) > best:
                             best, best_state = float(np.mean(scores)), copy.deepcopy(policy.state_dict())
                             best_index = len(tensor.curves[stage[0]]) - 1
-                        line += f" success {_fmt(scores)}"
+                        line += f" success {_fmt(scores)}, curve {_curve(tensor, stage)}"
                     tensor.save(run_dir / "success.json")
                     log(f"{line} ({time.time() - t0:.0f}s)")
                     save_state(s, "train", epoch)
@@ -362,6 +364,13 @@ def _fmt(scores: list[float]) -> str:
     return " ".join(f"{v:.2f}" for v in scores)
 
 
+def _curve(tensor, stage: list[int]) -> str:
+    """The stage's success curve so far, "epoch:success" at each evaluation (the mean over a stage's tasks)."""
+    epochs = tensor.eval_epochs[stage[0]]
+    means = np.mean([tensor.curves[j] for j in stage], axis=0)
+    return " ".join(f"{e}:{v:.2f}" for e, v in zip(epochs, means))
+
+
 def _open_run_dir(cfg, resume, log) -> Path:
     from omegaconf import OmegaConf
 
@@ -406,7 +415,8 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
         t0 = time.time()
         stats = collect(
             missing, int(cfg.data.demos_per_task), int(cfg.data.collect_seed), env_cfg,
-            max_steps=int(cfg.data.expert_max_steps), workers=int(cfg.data.collect_workers),
+            max_steps=int(cfg.data.expert_max_steps),
+            workers=resolve_workers(int(cfg.data.collect_workers), len(missing) * int(cfg.data.demos_per_task)),
         )
         for s in stats:
             log(f"collected {s.kept} demos of {s.task} (expert success {s.success_rate:.0%}, "
@@ -414,6 +424,14 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
             if s.path is None or not Path(s.path).exists():
                 raise LiberoError(f"the expert kept no demo of {s.task}; see `libero-ll collect --dry-run`")
         log(f"collected the demos of {len(missing)} tasks in {time.time() - t0:.0f}s")
+    from libero_ll.data.hdf5 import read_info
+    from libero_ll.experts.expert import EXPERT_VERSION
+
+    for t in tasks:
+        made_by = read_info(data_dir / f"{t.stem}.hdf5").generator
+        if made_by and made_by.startswith("scripted-expert") and made_by != EXPERT_VERSION:
+            log(f"note: {data_dir / (t.stem + '.hdf5')} was collected by {made_by}, not the current "
+                f"{EXPERT_VERSION}; delete it (or use another data.dir) to train on the current expert's demos")
     obs_keys = policy.image_keys + policy.lowdim_keys
     task_data = [
         load_task_data(data_dir / f"{t.stem}.hdf5", k, embs[k], obs_keys, int(cfg.data.demos_per_task))
@@ -491,13 +509,25 @@ def check_components(cfg, check_init: bool = True) -> None:
             LEARNERS.get(str(name)).check_options(opts or {})
         except LiberoError as e:
             raise LiberoError(f"learner.by_name.{name}: {e}") from None
-    if int(cfg.eval.workers) < 1:
-        raise LiberoError(f"eval.workers must be at least 1, got {cfg.eval.workers}")
-    if int(cfg.data.collect_workers) < 1:
-        raise LiberoError(f"data.collect_workers must be at least 1, got {cfg.data.collect_workers}")
+    if int(cfg.eval.still_steps) < 0:
+        raise LiberoError(f"eval.still_steps must be 0 (off) or a number of steps, got {cfg.eval.still_steps}")
+    if int(cfg.eval.workers) < 0:
+        raise LiberoError(f"eval.workers must be 0 (one per CPU core) or more, got {cfg.eval.workers}")
+    if int(cfg.data.collect_workers) < 0:
+        raise LiberoError(
+            f"data.collect_workers must be 0 (one per CPU core) or more, got {cfg.data.collect_workers}"
+        )
     suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     if check_init and cfg.init_from:
         resolve_init_from(str(cfg.init_from))
+
+
+def resolve_workers(workers: int, jobs: int) -> int:
+    """Worker processes to use: ``workers``, or for 0 one per CPU core this process may use; never more
+    than ``jobs`` (the rollouts or demos to make) and never fewer than 1."""
+    if workers == 0:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(workers, jobs))
 
 
 def _device(name: str) -> torch.device:

@@ -42,7 +42,7 @@ from libero_ll.experts.skills import (
     wrist_safe_yaw,
 )
 
-EXPERT_VERSION = "scripted-expert 0.6"
+EXPERT_VERSION = "scripted-expert 0.7"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -534,18 +534,24 @@ class ScriptedExpert:
             # Stood at one end of the container, to be pushed over along it (TipOver).
             xy = standing_spot(region, model, np.asarray(self.env.arena.robot_base))[0] + jitter
         else:
-            xy = free_spot(region, model, self._others_in(region, step.obj), inside=step.goal.name == "in") + jitter
+            others = self._others_in(region, step.obj, owner_of(where, self.env.spec.instances()))
+            xy = free_spot(region, model, others, inside=step.goal.name == "in") + jitter
         bottom = region.center[2] - region.half[2]
         if step.goal.name == "in":
             return xy, bottom + RELEASE_CLEARANCE + 0.02
         return xy, region.center[2] + region.half[2] + RELEASE_CLEARANCE
 
-    def _others_in(self, region, moved: str) -> list[tuple[np.ndarray, float]]:
-        """(centre xy, radius) of the objects other than `moved` whose centres lie over a region's box."""
+    def _others_in(self, region, moved: str, owner: tuple[str, str] | None) -> list[tuple[np.ndarray, float]]:
+        """(centre xy, radius) of the objects other than `moved` whose centres lie over a region's box.
+
+        The region's own container (`owner`: (instance, region) as `owner_of` splits the region's name) is
+        not in its way: a basket's centre lies over its own region, and counting it sent every object to a
+        corner of the basket, a different one from demo to demo.
+        """
         g = self.env.geometry
         out = []
         for inst, cat in self.env.spec.instances().items():
-            if inst == moved or inst not in g.body_of or g.is_fixture(inst):
+            if inst == moved or inst not in g.body_of or g.is_fixture(inst) or (owner and inst == owner[0]):
                 continue
             p = g.pos(inst)
             local = region.rot.T @ (p - region.center)

@@ -28,8 +28,13 @@ class PolicyConfig:
     gmm_modes: int = 5
     # Hidden widths of the head's MLP.
     gmm_hidden: list[int] = field(default_factory=lambda: [1024, 1024])
-    # Lower bound on every component's standard deviation, in action units.
-    min_std: float = 1e-4
+    # Lower bound on every component's standard deviation, in action units. Not the paper's 1e-4: on a
+    # scripted expert's demos the gripper command is exactly -1 or +1 and the rotation commands vary by a
+    # few thousandths, so with a floor that low their likelihood grows without bound, their gradients
+    # (which scale as 1/std²) swamp the hand's motion, and the mixture never commits to a component
+    # (docs/policies.md). 0.05 is above the expert's action noise (0.02): every dimension then gains at
+    # most the same amount from precision. Sampled actions carry that much noise: 2.5 mm and 0.025 rad.
+    min_std: float = 0.05
     # Random shift of training images (per window).
     augment_shift: bool = True
     # Largest shift in pixels (replicate padding).

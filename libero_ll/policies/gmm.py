@@ -51,7 +51,7 @@ class GMMHead(nn.Module):
         action_dim: int,
         num_modes: int = 5,
         hidden_sizes: Sequence[int] = (1024, 1024),
-        min_std: float = 1e-4,
+        min_std: float = 0.05,
     ):
         super().__init__()
         self.action_dim = action_dim

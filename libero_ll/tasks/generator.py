@@ -488,11 +488,17 @@ def check_task(task_file: str | Path, seeds=(0, 1, 2)) -> list[str]:
     """Problems of a written task in the simulator: it must load, its init predicates must hold after
     each reset, and its goal must be false there. An empty list means the task passes.
 
+    A start that needed placement's fallback for regions too tight for our footprints is a problem
+    too: generated tasks are made for our models and must fit them.
+
     Args:
         task_file: the .bddl file.
         seeds: reset seeds to try.
     """
+    import warnings
+
     from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.envs.placement import PlacementWarning
 
     try:
         env = LiberoEnv(task_file, EnvConfig(render=False))
@@ -502,10 +508,13 @@ def check_task(task_file: str | Path, seeds=(0, 1, 2)) -> list[str]:
     try:
         for seed in seeds:
             try:
-                env.reset(seed=seed)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", PlacementWarning)
+                    env.reset(seed=seed)
             except LiberoError as e:
                 problems.append(f"reset(seed={seed}) failed: {e}")
                 continue
+            problems += [f"seed {seed}: {w.message}" for w in caught if issubclass(w.category, PlacementWarning)]
             bad = [text for text, holds in env.predicate_values(env.spec.init) if not holds]
             if bad:
                 problems.append(f"seed {seed}: init predicates do not hold: {', '.join(bad)}")

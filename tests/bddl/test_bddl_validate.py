@@ -12,6 +12,7 @@ from libero_ll.bddl import (
     load_file,
     parse_string,
     validate,
+    validate_with_warnings,
 )
 
 ON_INIT = "(On bowl_1 main_table_bowl_region)"
@@ -65,8 +66,9 @@ CASES = [
     ("undeclared instance in obj_of_interest", variant("bowl_1 cabinet_1)", "bowl_1 cabinet_2)"), 13, 28,
      "undeclared instance 'cabinet_2' in :obj_of_interest"),
     ("obj_of_interest listed twice", variant("bowl_1 cabinet_1)", "bowl_1 bowl_1)"), 13, 28, "listed twice"),
-    ("region target does not exist", variant(TOP_SIDE, "(top_side (:target cabinet_9))"), 10, 24,
-     "region 'top_side' targets 'cabinet_9', which is not a declared fixture or object"),
+    ("used region's target does not exist",
+     variant(TOP_SIDE, "(top_side (:target cabinet_9))").replace(ON_INIT, "(On bowl_1 cabinet_9_top_side)"),
+     10, 24, "region 'top_side' targets 'cabinet_9', which is not a declared fixture or object"),
     ("range x_min > x_max", variant("((-0.1 -0.1 0.1 0.1))", "((0.2 -0.1 0.1 0.1))"), 7, 18,
      "range 1 of region 'bowl_region' has x_min 0.2 > x_max 0.1"),
     ("range y_min > y_max", variant("((-0.1 -0.1 0.1 0.1))", "((-0.1 0.5 0.1 0.1))"), 7, 23,
@@ -188,3 +190,30 @@ def test_spec_built_in_code_gets_problems_without_positions():
                   "unknown predicate 'hover'", "Up takes 1 argument(s), found 2"):
         assert words in messages
     assert len(problems) == 5
+
+
+def test_unused_region_of_an_undeclared_object_is_a_warning_not_an_error(tmp_path):
+    # LIBERO's generator leaves regions of objects that a scene does not have.
+    text = variant(TOP_SIDE, TOP_SIDE + "\n    (right_region (:target bowl_drainer_1) (:ranges ((0 0 0.1 0.1))))")
+    spec = parse_string(text, "t.bddl")
+    errors, warnings = validate_with_warnings(spec, CATEGORIES)
+    assert errors == [] and validate(spec, CATEGORIES) == []
+    [w] = warnings
+    assert (w.line, w.col) == (11, 28)
+    assert "region 'right_region' targets 'bowl_drainer_1'" in w.message and "not used" in w.message
+    path = tmp_path / "t.bddl"
+    path.write_text(text, encoding="utf-8")
+    found = []
+    spec, problems = check_file(path, CATEGORIES, warnings=found)
+    assert problems == [] and [(w.line, w.col) for w in found] == [(11, 28)]
+    assert load_file(path, CATEGORIES) == spec
+
+
+def test_a_region_among_the_objects_of_interest_is_accepted():
+    # LIBERO lists the drawer or burner a task is about there.
+    for name in ("cabinet_1_top_region", "main_table_bowl_region"):
+        spec = parse_string(variant("(:obj_of_interest bowl_1 cabinet_1)", f"(:obj_of_interest bowl_1 {name})"))
+        assert validate(spec, CATEGORIES) == []
+    spec = parse_string(variant("(:obj_of_interest bowl_1 cabinet_1)", "(:obj_of_interest cabinet_1_lid_region)"))
+    [err] = validate(spec, CATEGORIES)
+    assert "undeclared instance 'cabinet_1_lid_region' in :obj_of_interest" in err.message

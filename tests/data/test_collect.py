@@ -173,3 +173,12 @@ def test_library_rejects_bad_arguments(bowl_task, tmp_path):
 def _task(ref: Path) -> Path:
     """The task file of the reference collection."""
     return Path(read_info(ref).bddl_file_name)
+
+
+def test_the_experts_default_cap_is_the_evaluation_cap():
+    # The expert's longest benchmark task needs close to 600 steps (docs/expert_success.md): a lower
+    # default cap loses its demos.
+    from libero_ll.data.collect import EXPERT_MAX_STEPS
+    from libero_ll.experiments.config import DataConfig, EvalConfig
+
+    assert EXPERT_MAX_STEPS == DataConfig().expert_max_steps == EvalConfig().max_steps == 600

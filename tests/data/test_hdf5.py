@@ -233,3 +233,119 @@ def test_written_file_is_not_private(tmp_path):
     finally:
         os.umask(umask)
     assert (tmp_path / "task.hdf5").stat().st_mode & 0o777 == 0o644
+
+
+# ---------------------------------------------------------------- layouts written by LIBERO and robomimic
+
+
+def test_robomimic_layout_mask_group_next_obs_and_camera_names(tmp_path):
+    """robomimic: filter keys in a root `mask` group, `next_obs` beside `obs`, its own camera names,
+    no num_demos (counted) and no language."""
+    from libero_ll.data.hdf5 import demo_names
+
+    path = tmp_path / "robomimic.hdf5"
+    image = np.arange(3 * 4 * 4 * 3, dtype=np.uint8).reshape(3, 4, 4, 3)
+    with h5py.File(path, "w") as f:
+        data = f.create_group("data")
+        data.attrs["total"] = 6
+        data.attrs["env_args"] = json.dumps({"env_name": "Lift", "type": 1, "env_kwargs": {"control_freq": 20}})
+        for i in (10, 2):
+            g = data.create_group(f"demo_{i}")
+            g.attrs["num_samples"] = 3
+            g.create_dataset("actions", data=np.full((3, 7), i, dtype=np.float32))
+            g.create_dataset("states", data=np.zeros((3, 5)))
+            g.create_dataset("obs/agentview_image", data=image)
+            g.create_dataset("obs/robot0_eef_pos", data=np.zeros((3, 3)))
+            g.create_dataset("next_obs/agentview_image", data=image)
+        f.create_dataset("mask/train", data=np.array([b"demo_2"]))
+        f.create_dataset("mask/valid", data=np.array([b"demo_10"]))
+    info = read_info(path)
+    assert (info.env_name, info.num_demos, info.total, info.problem_info) == ("Lift", 2, 6, {})
+    assert demo_names(path) == ["demo_2", "demo_10"]
+    demos = read_demos(path)
+    assert [d.actions[0, 0] for d in demos] == [2, 10]
+    assert set(demos[0].obs) == {"agentview_image", "robot0_eef_pos"}
+    np.testing.assert_array_equal(demos[0].obs["agentview_image"], image[:, ::-1])
+
+
+def test_libero_layout_language_extra_observations_and_flipped_images(tmp_path):
+    """LIBERO: the instruction in problem_info, the task file's text, ee_pos/ee_ori beside ee_states,
+    per-demo model_file and init_state, and images in OpenGL order without saying so."""
+    from libero_ll.data.hdf5 import iter_demos
+
+    path = tmp_path / "libero.hdf5"
+    image = np.zeros((2, 4, 4, 3), np.uint8)
+    image[:, 0] = 255  # the first stored row: the bottom of the picture
+    with h5py.File(path, "w") as f:
+        data = f.create_group("data")
+        data.attrs["problem_info"] = json.dumps(
+            {"problem_name": "libero_tabletop_manipulation", "domain_name": "robosuite",
+             "language_instruction": "put the bowl on the plate"})
+        data.attrs["bddl_file_name"] = "put_the_bowl_on_the_plate.bddl"
+        data.attrs["bddl_file_content"] = "(define (problem LIBERO_Tabletop_Manipulation))"
+        data.attrs["env_args"] = json.dumps({"env_name": "Libero_Tabletop_Manipulation", "type": 1})
+        data.attrs["num_demos"] = 1
+        data.attrs["total"] = 2
+        g = data.create_group("demo_0")
+        g.attrs["num_samples"] = 2
+        g.attrs["model_file"] = "<mujoco model='libero'/>"
+        g.attrs["init_state"] = np.arange(6.0)
+        g.create_dataset("actions", data=np.zeros((2, 7)))
+        g.create_dataset("states", data=np.ones((2, 6)))
+        g.create_dataset("robot_states", data=np.zeros((2, 9)))
+        g.create_dataset("rewards", data=np.array([0, 1], np.uint8))
+        g.create_dataset("dones", data=np.array([0, 1], np.uint8))
+        for key, width in (("ee_pos", 3), ("ee_ori", 3), ("ee_states", 6), ("gripper_states", 2),
+                           ("joint_states", 7)):
+            g.create_dataset(f"obs/{key}", data=np.zeros((2, width)))
+        g.create_dataset("obs/agentview_rgb", data=image)
+        g.create_dataset("obs/eye_in_hand_rgb", data=image)
+    info = read_info(path)
+    assert info.problem_info["language_instruction"] == "put the bowl on the plate"
+    assert info.env_name == "Libero_Tabletop_Manipulation" and info.image_convention is None
+    [demo] = list(iter_demos(path))
+    assert {"ee_pos", "ee_ori", "ee_states"} <= set(demo.obs)
+    assert demo.model_file == "<mujoco model='libero'/>"
+    np.testing.assert_array_equal(demo.init_state, np.arange(6.0))
+    assert (demo.obs["agentview_rgb"][:, -1] == 255).all() and (demo.obs["agentview_rgb"][:, 0] == 0).all()
+
+
+def test_text_attributes_stored_as_bytes_are_read_as_text(tmp_path):
+    """Older writers store strings as fixed-length bytes."""
+    path = tmp_path / "bytes.hdf5"
+    with h5py.File(path, "w") as f:
+        data = f.create_group("data")
+        data.attrs["env_name"] = np.bytes_(b"Libero_Kitchen_Tabletop_Manipulation")
+        data.attrs["problem_info"] = np.bytes_(json.dumps({"language_instruction": "open the drawer"}).encode())
+        data.attrs["image_convention"] = np.bytes_(b"opengl")
+        g = data.create_group("demo_0")
+        g.attrs["model_file"] = np.bytes_(b"<mujoco/>")
+        g.create_dataset("actions", data=np.zeros((1, 7)))
+    info = read_info(path)
+    assert info.env_name == "Libero_Kitchen_Tabletop_Manipulation"
+    assert info.problem_info == {"language_instruction": "open the drawer"}
+    assert info.image_convention == "opengl"
+    [demo] = read_demos(path)
+    assert demo.model_file == "<mujoco/>" and demo.obs == {} and demo.states.shape == (1, 0)
+
+
+def test_an_unknown_image_convention_is_refused(tmp_path):
+    path = tmp_path / "odd.hdf5"
+    with h5py.File(path, "w") as f:
+        f.create_group("data").attrs["image_convention"] = "sideways"
+    with pytest.raises(LiberoError, match="image_convention is 'sideways'"):
+        read_info(path)
+
+
+def test_iter_demos_gives_the_demos_of_read_demos_one_at_a_time(tmp_path):
+    from libero_ll.data.hdf5 import iter_demos
+
+    path = tmp_path / "task.hdf5"
+    write(path, [make_demo(3, seed=s, size=2) for s in range(4)])
+    it = iter_demos(path, ["joint_states"], max_demos=3)
+    first = next(it)
+    assert first.seed == 0 and list(first.obs) == ["joint_states"]
+    rest = list(it)
+    assert [d.seed for d in rest] == [1, 2]
+    for a, b in zip([first, *rest], read_demos(path, ["joint_states"], max_demos=3)):
+        np.testing.assert_array_equal(a.actions, b.actions)

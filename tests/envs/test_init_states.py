@@ -56,3 +56,95 @@ def test_shipped_tasks_have_current_init_states():
     assert tasks
     for t in tasks:
         assert load_init_states(t).shape[0] == 50, t
+
+
+# ---------------------------------------------------------------- LIBERO's fixed initial states
+
+
+class _NotAnArray:
+    """Pickled by reference to this module: reading it back would mean importing and running code."""
+
+
+@pytest.fixture(scope="module")
+def libero_task(tmp_path_factory):
+    """A LIBERO-style task (a cabinet with three drawers, a bowl and a plate on the table) and a file
+    of LIBERO states for it: time, arm and fingers (9), bowl and plate (7 each), drawers (3), velocities."""
+    import libero_files
+    import torch
+
+    folder = tmp_path_factory.mktemp("libero")
+    task = folder / "open_the_top_drawer_of_the_cabinet.bddl"
+    task.write_text(libero_files.DANGLING_REGION)
+    rows = np.zeros((3, 1 + 26 + 24))
+    for i in range(3):
+        rows[i, 1:10] = [0.0, -0.16, 0.0, -2.44, 0.0, 2.22, 0.79, 0.02, -0.02]
+        rows[i, 10:17] = [-0.055 + 0.005 * i, 0.055, 0.97, 0.707, 0.0, 0.0, 0.707]  # the bowl
+        rows[i, 17:24] = [0.11, 0.23 - 0.005 * i, 0.97, 0.707, 0.0, 0.0, 0.707]  # the plate
+    source = folder / "open_the_top_drawer_of_the_cabinet.pruned_init"
+    torch.save(rows, source)
+    return task, source, rows
+
+
+def test_libero_states_are_read_without_running_code(tmp_path, libero_task):
+    import torch
+
+    from libero_ll.envs.init_states import read_libero_init_states
+
+    _, source, rows = libero_task
+    np.testing.assert_array_equal(read_libero_init_states(source), rows)
+    unsafe = tmp_path / "unsafe.pruned_init"
+    torch.save({"states": _NotAnArray()}, unsafe)
+    with pytest.raises(LiberoError, match="refused.*running code"):
+        read_libero_init_states(unsafe)
+    text = tmp_path / "text.pruned_init"
+    text.write_text("not a torch file")
+    with pytest.raises(LiberoError, match="text.pruned_init: not a LIBERO initial-states file"):
+        read_libero_init_states(text)
+    flat = tmp_path / "flat.pruned_init"
+    torch.save(np.zeros(5), flat)
+    with pytest.raises(LiberoError, match="2-D array"):
+        read_libero_init_states(flat)
+    with pytest.raises(LiberoError, match="no such file"):
+        read_libero_init_states(tmp_path / "missing.pruned_init")
+
+
+def test_libero_states_convert_to_ours(libero_task):
+    from libero_ll.bddl.validate import BddlWarning
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.envs.init_states import convert_libero_init_states
+
+    task, source, rows = libero_task
+    with pytest.warns(BddlWarning, match="bowl_drainer_1"):
+        env = LiberoEnv(task, EnvConfig(render=False))
+    try:
+        report = convert_libero_init_states(task, source, env=env, overwrite=True)
+        assert (report.count, report.init_false, report.goal_true) == (3, [], [])
+        states = load_init_states(task, state_size=env.get_state().shape[0])
+        assert states.shape[0] == 3
+        for row, state in zip(rows, states):
+            env.reset_to(state)
+            # Where LIBERO had them (LIBERO's tabletop workspace is centred where ours is).
+            np.testing.assert_allclose(env.geometry.pos("akita_black_bowl_1")[:2], row[10:12], atol=0.003)
+            np.testing.assert_allclose(env.geometry.pos("plate_1")[:2], row[17:19], atol=0.003)
+            assert all(holds for _, holds in env.predicate_values(env.spec.init))
+        with pytest.raises(LiberoError, match="exists"):
+            convert_libero_init_states(task, source, env=env)
+        other = source.with_name("other.pruned_init")
+        import torch
+
+        torch.save(rows[:, :-2], other)
+        with pytest.raises(LiberoError, match="has 51 numbers.*this one has 49"):
+            convert_libero_init_states(task, other, env=env, overwrite=True)
+    finally:
+        env.close()
+
+
+def test_init_states_cli_converts_a_folder_of_libero_files(libero_task, capsys):
+    from libero_ll.cli import main
+
+    task, source, _ = libero_task
+    assert main(["init-states", str(task), "--libero", str(source.parent), "--overwrite"]) == 0
+    out = capsys.readouterr().out
+    assert "3 initial states from open_the_top_drawer_of_the_cabinet.pruned_init; init holds in 3" in out
+    assert main(["init-states", str(task), "--libero", str(source)]) == 0
+    assert "exists, skipped" in capsys.readouterr().out

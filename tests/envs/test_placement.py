@@ -58,3 +58,80 @@ def test_an_object_in_a_drawer_starts_at_the_drawer_front():
     expected = centre[0] + region.half_size[0] - half_bowl - DRAWER_WALL_GAP
     assert local_x == pytest.approx(expected, abs=1e-6)
     assert local_x > centre[0]
+
+
+# ---------------------------------------------------------------- regions too tight for our footprints
+
+
+def _tight_spec(tmp_path, name):
+    import libero_files
+
+    path = tmp_path / f"{name}.bddl"
+    path.write_text(libero_files.FILES[name])
+    return parse_file(str(path))
+
+
+@pytest.mark.parametrize("name", ["pick_up_the_black_bowl_next_to_the_plate", "put_the_left_bowl_on_the_plate",
+                                  "put_the_white_bowl_on_the_stove"])
+def test_tight_regions_fall_back_and_end_inside_their_regions_apart(tmp_path, name):
+    """Too tight for our footprints: placed as LIBERO does, with a warning, then pushed apart within reach
+    of their regions (the init check's tolerance), clear of each other's outlines."""
+    from libero_ll.assets.categories import get_model
+    from libero_ll.envs import thresholds as th
+    from libero_ll.envs.placement import Outline, PlacementWarning, round_radius
+
+    spec = _tight_spec(tmp_path, name)
+    arena = ARENAS.get(spec.problem_class)
+    instances = spec.instances()
+    for seed in range(5):
+        with pytest.warns(PlacementWarning, match="too tight for the footprint"):
+            layout = sample_placements(spec, arena, np.random.default_rng(seed))
+        outlines = []
+        for p in spec.init:
+            region = spec.regions.get(p.args[1])
+            if region is None or not region.ranges:
+                continue
+            inst = p.args[0]
+            x0, y0, x1, y1 = region.ranges[0]
+            x, y = layout.poses[inst].pos[:2]
+            tol = th.ON_RANGE_TOLERANCE
+            assert x0 - tol < x < x1 + tol and y0 - tol < y < y1 + tol, (inst, x, y)
+            model = get_model(instances[inst])
+            outlines.append(Outline(inst, np.array([x, y]), model.half_size[:2], layout.poses[inst].yaw,
+                                    round_radius(model)))
+        for i, a in enumerate(outlines):
+            for b in outlines[i + 1:]:
+                assert a.contact(b)[0] <= 1e-6, (a.name, b.name)
+        # The same seed gives the same start.
+        with pytest.warns(PlacementWarning):
+            again = sample_placements(spec, arena, np.random.default_rng(seed))
+        assert all(np.array_equal(again.poses[k].pos, v.pos) for k, v in layout.poses.items())
+
+
+def test_outline_overlap_depths_and_directions():
+    from libero_ll.envs.placement import Outline
+
+    disc = Outline("a", np.array([0.0, 0.0]), (0.05, 0.05), 0.0, 0.05)
+    near = Outline("b", np.array([0.08, 0.0]), (0.05, 0.05), 0.0, 0.05)
+    depth, n = disc.contact(near)
+    assert depth == pytest.approx(0.02) and n == pytest.approx([1.0, 0.0])
+    # A circle by the side of a turned box: the box's half width along the line between them counts.
+    box = Outline("c", np.array([0.0, 0.1]), (0.1, 0.02), np.pi / 2, None)
+    depth, n = box.contact(Outline("d", np.array([0.05, 0.1]), (0.04, 0.04), 0.0, 0.04))
+    assert depth == pytest.approx(0.01) and n == pytest.approx([1.0, 0.0])
+    # Two boxes: the shallower axis, pointing from the first to the second.
+    depth, n = Outline("e", np.zeros(2), (0.1, 0.1), 0.0, None).contact(
+        Outline("f", np.array([0.0, -0.15]), (0.1, 0.1), 0.0, None))
+    assert depth == pytest.approx(0.05) and n == pytest.approx([0.0, -1.0])
+    # Apart: a negative depth, the gap.
+    assert disc.contact(Outline("g", np.array([0.3, 0.0]), (0.05, 0.05), 0.0, 0.05))[0] == pytest.approx(-0.2)
+
+
+def test_round_models_are_circles_and_boxes_are_not():
+    from libero_ll.assets.categories import get_model
+    from libero_ll.envs.placement import round_radius
+
+    assert round_radius(get_model("plate")) == pytest.approx(0.0978, abs=1e-3)
+    assert round_radius(get_model("akita_black_bowl")) == pytest.approx(0.063, abs=1e-3)
+    for category in ("cookies", "milk", "porcelain_mug", "wooden_cabinet"):
+        assert round_radius(get_model(category)) is None

@@ -49,6 +49,20 @@ def test_two_workers_step_the_same_rollouts_as_one_process(make_smoke_config, sm
             for a, b in zip(serial, parallel):
                 np.testing.assert_array_equal(a.final_state, b.final_state)
         assert not np.array_equal(serial[0].final_state, serial[1].final_state)  # different starts, different ends
+        # A rollout in which nothing moves is given up at the same step by both.
+        serial = run_rollouts(StillPolicy(), env, init_states, emb, 3, 40, still_steps=8)
+        parallel = pool.rollouts(StillPolicy(), 1, init_states, emb, 3, 40, still_steps=8)
+        assert [r.steps for r in parallel] == [r.steps for r in serial]
+        assert max(r.steps for r in serial) < 40
+
+
+class StillPolicy(ReachPolicy):
+    """Keeps the hand where it is."""
+
+    def act(self, obs, task_emb):
+        a = np.zeros((len(obs["ee_states"]), 7), dtype=np.float32)
+        a[:, 6] = -1.0
+        return a
 
 
 @pytest.mark.slow
@@ -68,6 +82,6 @@ def test_bad_worker_count_is_an_error(make_smoke_config, tmp_path):
     from libero_ll.experiments.lifelong import check_components
 
     with pytest.raises(LiberoError, match="eval.workers"):
-        check_components(make_smoke_config(tmp_path, tmp_path, "eval.workers=0"))
+        check_components(make_smoke_config(tmp_path, tmp_path, "eval.workers=-1"))
     with pytest.raises(LiberoError, match="data.collect_workers"):
-        check_components(make_smoke_config(tmp_path, tmp_path, "data.collect_workers=0"))
+        check_components(make_smoke_config(tmp_path, tmp_path, "data.collect_workers=-1"))

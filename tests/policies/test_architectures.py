@@ -104,7 +104,7 @@ def test_defaults_are_the_papers():
     temporal = (vit.transformer_layers, vit.heads, vit.head_size, vit.mlp_size, vit.dropout)
     assert temporal == (4, 6, 64, 256, 0.1)
     for c in (rnn, vit):
-        assert (c.seq_len, c.gmm_modes, c.gmm_hidden, c.min_std) == (10, 5, [1024, 1024], 1e-4)
+        assert (c.seq_len, c.gmm_modes, c.gmm_hidden, c.min_std) == (10, 5, [1024, 1024], 0.05)
         assert (c.augment_shift, c.shift_pad, c.augment_jitter, c.jitter) == (True, 4, True, [0.3, 0.3, 0.3])
         assert c.image_keys == ["agentview_rgb", "eye_in_hand_rgb"]
         assert c.lowdim_keys == ["joint_states", "gripper_states"]

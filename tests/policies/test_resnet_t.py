@@ -67,7 +67,7 @@ def test_defaults_are_the_papers():
     c = ResNetTConfig()
     assert (c.embed_size, c.extra_embedding_size, c.transformer_layers) == (64, 128, 4)
     assert (c.heads, c.head_size, c.mlp_size, c.dropout, c.seq_len) == (6, 64, 256, 0.1, 10)
-    assert (c.gmm_modes, c.gmm_hidden, c.min_std) == (5, [1024, 1024], 1e-4)
+    assert (c.gmm_modes, c.gmm_hidden, c.min_std) == (5, [1024, 1024], 0.05)
     assert c.image_keys == ["agentview_rgb", "eye_in_hand_rgb"]
     assert c.lowdim_keys == ["joint_states", "gripper_states"]
     assert (c.shift_pad, c.jitter, c.deterministic_eval) == (4, [0.3, 0.3, 0.3], False)

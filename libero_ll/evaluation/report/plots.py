@@ -92,8 +92,23 @@ def lifelong_curve(tensor: SuccessTensor, task: int) -> tuple[np.ndarray, np.nda
     return np.asarray(x), np.asarray(y)
 
 
+def stage_losses(tensor: SuccessTensor, task: int) -> tuple[np.ndarray, np.ndarray]:
+    """Task ``task``'s mean training loss per epoch of its own stage, on the axis of ``lifelong_curve``.
+
+    Returns:
+        (x, y): epochs on the lifelong axis (1..E after the stage's start) and losses (NaN epochs left out).
+    """
+    lengths = [max(e, default=0) for e in tensor.eval_epochs]
+    start = float(sum(lengths[:task]))
+    y = np.asarray(tensor.losses[task], dtype=np.float64)
+    x = start + np.arange(1, len(y) + 1, dtype=np.float64)
+    keep = ~np.isnan(y)
+    return x[keep], y[keep]
+
+
 def plot_task_curves(tensors: Sequence[SuccessTensor], labels: Sequence[str], title: str, path: Path) -> None:
-    """Per-task success over the whole lifelong run, one panel per task, one line per run (seed).
+    """Per-task success over the whole lifelong run, one panel per task, one line per run (seed), with
+    each run's training loss during the task's stage (dashed, right axis).
 
     Args:
         tensors: the runs' success tensors (one method, several seeds); panels follow the first run's
@@ -113,12 +128,20 @@ def plot_task_curves(tensors: Sequence[SuccessTensor], labels: Sequence[str], ti
     colors = plt.get_cmap("tab10")
     for p, name in enumerate(names):
         ax = axes[p // cols][p % cols]
+        loss_ax = None
         for r, (tensor, label) in enumerate(zip(tensors, labels)):
             if name not in tensor.task_names:
                 continue
             k = tensor.task_names.index(name)
             x, y = lifelong_curve(tensor, k)
             ax.plot(x, y, marker="o", markersize=3, linewidth=1.2, color=colors(r % 10), label=label)
+            lx, ly = stage_losses(tensor, k)
+            if len(ly):
+                if loss_ax is None:
+                    loss_ax = ax.twinx()
+                    loss_ax.set_ylabel("training loss (dashed)", fontsize=7)
+                    loss_ax.tick_params(labelsize=6)
+                loss_ax.plot(lx, ly, linestyle="--", linewidth=0.9, alpha=0.7, color=colors(r % 10))
             if r == 0:
                 lengths = [max(e, default=0) for e in tensor.eval_epochs]
                 ends = np.cumsum(lengths)
@@ -137,7 +160,7 @@ def plot_task_curves(tensors: Sequence[SuccessTensor], labels: Sequence[str], ti
     handles, legend = axes[0][0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, legend, loc="lower center", ncol=min(len(legend), 6), fontsize=7, frameon=False)
-    fig.suptitle(title + " (shaded: the task's own stage)", fontsize=9)
+    fig.suptitle(title + " (shaded: the task's own stage; dashed: training loss)", fontsize=9)
     fig.tight_layout(rect=(0, 0.06, 1, 0.95))
     _save(fig, path)
 

@@ -1,0 +1,639 @@
+"""Demo files out as a LeRobot dataset (on-disk format v3.0), for training policies with LeRobot.
+
+The layout (see docs/interop.md): ``data/chunk-000/file-000.parquet`` holds the frames of many
+episodes (actions, states, indices, timestamps); ``videos/<camera>/chunk-000/file-000.mp4`` holds
+each camera's frames of the same episodes one after another; ``meta/info.json`` the schema,
+``meta/tasks.parquet`` the instructions, ``meta/episodes/chunk-000/file-000.parquet`` where each
+episode lies in those files, and ``meta/stats.json`` statistics for normalisation. Each demo is one
+episode, and its task's language instruction is the episode's task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from libero_ll.data.hdf5 import IMAGE_KEYS, iter_demos, read_info
+from libero_ll.errors import LiberoError
+
+CODEBASE_VERSION = "v3.0"
+CHUNKS_SIZE = 1000
+DATA_FILE_SIZE_MB = 100
+VIDEO_FILE_SIZE_MB = 200
+DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+# Our cameras under the names LeRobot's LIBERO environment gives them.
+CAMERAS = {"agentview_rgb": "observation.images.image", "eye_in_hand_rgb": "observation.images.image2"}
+# LeRobot's LIBERO state: end-effector position and axis-angle, then the two finger positions.
+STATE_KEY = "observation.state"
+STATE_NAMES = [
+    "eef_x",
+    "eef_y",
+    "eef_z",
+    "eef_axis_angle_x",
+    "eef_axis_angle_y",
+    "eef_axis_angle_z",
+    "gripper_left",
+    "gripper_right",
+]
+JOINTS_KEY = "observation.joint_states"
+ACTION_NAMES = ["dx", "dy", "dz", "droll", "dpitch", "dyaw", "gripper"]
+QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
+# Encoder name -> the codec name LeRobot records in info.json.
+VIDEO_CODECS = {"libsvtav1": "av1", "libx264": "h264", "h264": "h264"}
+DEFAULT_FPS = 20
+
+
+@dataclass
+class VideoOptions:
+    """How camera frames are encoded (LeRobot's defaults: AV1, yuv420p, a key frame every 2 frames).
+
+    Args:
+        vcodec: encoder: "libsvtav1" (AV1, LeRobot's default) or "libx264" (H.264).
+        crf: quality; lower is better and larger.
+        g: key frame interval, frames (small keeps random access to a frame cheap).
+        preset: encoder speed preset (SVT-AV1: 0-13, x264: a name such as "medium").
+    """
+
+    vcodec: str = "libsvtav1"
+    crf: int = 30
+    g: int = 2
+    preset: str | int | None = None
+
+    def options(self) -> dict[str, str]:
+        opts = {"g": str(self.g), "crf": str(self.crf)}
+        # SVT-AV1's presets above 10 are meant for real time; 8 is its balance of speed and size.
+        preset = 8 if self.preset is None and self.vcodec == "libsvtav1" else self.preset
+        if preset is not None:
+            opts["preset"] = str(preset)
+        return opts
+
+
+@dataclass
+class ExportSummary:
+    """What was exported: folder, counts, bytes on disk and seconds taken."""
+
+    path: Path
+    episodes: int
+    frames: int
+    tasks: list[str]
+    bytes: int
+    seconds: float
+    files: list[Path] = field(default_factory=list)
+
+
+def demo_files(source: str | os.PathLike | Sequence) -> list[Path]:
+    """The demo files to export: the ``*.hdf5`` files of a folder in name order, or the files given."""
+    if isinstance(source, (str, os.PathLike)):
+        src = Path(source)
+        if src.is_dir():
+            files = sorted(p for p in src.glob("*.hdf5") if p.is_file())
+            if not files:
+                raise LiberoError(f"{src}: no demo files (*.hdf5) in this folder")
+            return files
+        if not src.is_file():
+            raise LiberoError(f"{src}: no such demo file or folder")
+        return [src]
+    return [Path(p) for p in source]
+
+
+def task_of(path: Path) -> str:
+    """The language instruction of a demo file's task (the task file's :language)."""
+    info = read_info(path)
+    text = info.problem_info.get("language_instruction")
+    if not text and info.bddl_file_content:
+        from libero_ll.bddl.parser import BddlError, parse_string
+
+        try:
+            text = parse_string(info.bddl_file_content, info.bddl_file_name or str(path)).language
+        except BddlError:
+            text = None
+    if not text:
+        raise LiberoError(
+            f"demo file {path}: no language instruction (problem_info or task file) to name the task"
+        )
+    return " ".join(str(text).split())
+
+
+# ---------------------------------------------------------------- statistics
+
+
+class _Stats:
+    """Running statistics of one low-dimensional feature: all values kept (they are small)."""
+
+    def __init__(self):
+        self.chunks: list[np.ndarray] = []
+
+    def add(self, values: np.ndarray) -> None:
+        self.chunks.append(np.asarray(values, dtype=np.float64).reshape(len(values), -1))
+
+    def result(self) -> dict[str, list]:
+        return _describe(np.concatenate(self.chunks))
+
+
+def _describe(x: np.ndarray) -> dict[str, list]:
+    out = {
+        "min": x.min(0).tolist(),
+        "max": x.max(0).tolist(),
+        "mean": x.mean(0).tolist(),
+        "std": x.std(0).tolist(),
+        "count": [int(len(x))],
+    }
+    for q in QUANTILES:
+        out[f"q{round(q * 100):02d}"] = np.quantile(x, q, axis=0).tolist()
+    return out
+
+
+class _ImageStats:
+    """Per-channel statistics of uint8 frames from exact 256-bin histograms, in LeRobot's units
+    (values scaled to [0, 1], shaped (3, 1, 1))."""
+
+    def __init__(self):
+        self.hist = np.zeros((3, 256), dtype=np.int64)
+        self.frames = 0
+
+    def add(self, frames: np.ndarray) -> None:
+        for c in range(3):
+            self.hist[c] += np.bincount(frames[..., c].reshape(-1), minlength=256)
+        self.frames += len(frames)
+
+    def result(self) -> dict[str, list]:
+        levels = np.arange(256) / 255.0
+        n = self.hist.sum(1)
+        mean = (self.hist * levels).sum(1) / n
+        std = np.sqrt(np.maximum((self.hist * levels**2).sum(1) / n - mean**2, 0.0))
+        cum = np.cumsum(self.hist, 1)
+
+        def shaped(v) -> list:
+            return np.asarray(v, dtype=np.float64).reshape(3, 1, 1).tolist()
+
+        out = {
+            "min": shaped([levels[np.nonzero(h)[0][0]] for h in self.hist]),
+            "max": shaped([levels[np.nonzero(h)[0][-1]] for h in self.hist]),
+            "mean": shaped(mean),
+            "std": shaped(std),
+            "count": [int(self.frames)],
+        }
+        for q in QUANTILES:
+            out[f"q{round(q * 100):02d}"] = shaped(
+                [levels[int(np.searchsorted(cum[c], q * n[c]))] for c in range(3)]
+            )
+        return out
+
+
+# ---------------------------------------------------------------- writers
+
+
+class _VideoWriter:
+    """One camera's mp4 files: episodes appended frame after frame, a new file past the size limit."""
+
+    def __init__(self, root: Path, key: str, fps: int, options: VideoOptions, limit_mb: float):
+        self.root, self.key, self.fps, self.options, self.limit = root, key, fps, options, limit_mb * 2**20
+        self.chunk, self.file = 0, -1
+        self.container = None
+        self.stream = None
+        self.frames = 0  # in the open file
+        self.bytes = 0  # of the packets written to the open file
+        self.paths: list[Path] = []
+
+    def _open(self, width: int, height: int) -> None:
+        import av
+
+        self.file += 1
+        if self.file == CHUNKS_SIZE:
+            self.chunk, self.file = self.chunk + 1, 0
+        path = self.root / VIDEO_PATH.format(video_key=self.key, chunk_index=self.chunk, file_index=self.file)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.container = av.open(str(path), "w")
+        self.stream = self.container.add_stream(
+            self.options.vcodec, rate=self.fps, options=self.options.options()
+        )
+        self.stream.width, self.stream.height, self.stream.pix_fmt = width, height, "yuv420p"
+        self.stream.time_base = Fraction(1, self.fps)
+        self.frames = self.bytes = 0
+        self.paths.append(path)
+
+    def add(self, frames: np.ndarray) -> dict:
+        """Append one episode's frames (T, H, W, 3) uint8; returns its entries of the episode table."""
+        import av
+
+        if self.container is not None and self.bytes >= self.limit:
+            self.close()
+        if self.container is None:
+            self._open(frames.shape[2], frames.shape[1])
+        start = self.frames
+        for frame in frames:
+            vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
+            vf.pts = self.frames
+            vf.time_base = Fraction(1, self.fps)
+            for packet in self.stream.encode(vf):
+                self.bytes += packet.size
+                self.container.mux(packet)
+            self.frames += 1
+        return {
+            f"videos/{self.key}/chunk_index": self.chunk,
+            f"videos/{self.key}/file_index": self.file,
+            f"videos/{self.key}/from_timestamp": start / self.fps,
+            f"videos/{self.key}/to_timestamp": self.frames / self.fps,
+        }
+
+    def close(self) -> None:
+        if self.container is not None:
+            for packet in self.stream.encode():
+                self.container.mux(packet)
+            self.container.close()
+            self.container = None
+
+
+class _ParquetFiles:
+    """Rows appended to numbered parquet files, one row group per call, a new file past the size limit."""
+
+    def __init__(self, root: Path, template: str, limit_mb: float):
+        self.root, self.template, self.limit = root, template, limit_mb * 2**20
+        self.chunk, self.file = 0, -1
+        self.writer = None
+        self.rows = 0  # in the open file
+        self.paths: list[Path] = []
+
+    def add(self, table) -> tuple[int, int, int]:
+        """Write one table; returns (chunk, file, first row's index in that file)."""
+        import pyarrow.parquet as pq
+
+        if self.writer is not None and self.paths[-1].stat().st_size >= self.limit:
+            self.close()
+        if self.writer is None:
+            self.file += 1
+            if self.file == CHUNKS_SIZE:
+                self.chunk, self.file = self.chunk + 1, 0
+            path = self.root / self.template.format(chunk_index=self.chunk, file_index=self.file)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.writer = pq.ParquetWriter(str(path), table.schema)
+            self.rows = 0
+            self.paths.append(path)
+        first = self.rows
+        self.writer.write_table(table)
+        self.rows += table.num_rows
+        return self.chunk, self.file, first
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+# ---------------------------------------------------------------- export
+
+
+def _vector(values: np.ndarray, dtype) -> "object":
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(values, dtype=dtype)
+    return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
+
+
+def _features(height: int, width: int, fps: int, codec: str) -> dict:
+    video = {
+        "dtype": "video",
+        "shape": [height, width, 3],
+        "names": ["height", "width", "channels"],
+        "info": {
+            "video.height": height,
+            "video.width": width,
+            "video.codec": codec,
+            "video.pix_fmt": "yuv420p",
+            "video.is_depth_map": False,
+            "video.fps": fps,
+            "video.channels": 3,
+            "has_audio": False,
+        },
+    }
+    one = {"shape": [1], "names": None}
+    return {
+        **{key: dict(video) for key in CAMERAS.values()},
+        STATE_KEY: {"dtype": "float32", "shape": [8], "names": STATE_NAMES},
+        JOINTS_KEY: {"dtype": "float32", "shape": [7], "names": [f"joint_{i}" for i in range(1, 8)]},
+        "action": {"dtype": "float32", "shape": [7], "names": ACTION_NAMES},
+        "next.reward": {"dtype": "float32", **one},
+        "next.done": {"dtype": "bool", **one},
+        "timestamp": {"dtype": "float32", **one},
+        "frame_index": {"dtype": "int64", **one},
+        "episode_index": {"dtype": "int64", **one},
+        "index": {"dtype": "int64", **one},
+        "task_index": {"dtype": "int64", **one},
+    }
+
+
+def export_lerobot(
+    source,
+    out: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    fps: int | None = None,
+    video: VideoOptions | None = None,
+    robot_type: str = "panda",
+    data_file_size_mb: float = DATA_FILE_SIZE_MB,
+    video_file_size_mb: float = VIDEO_FILE_SIZE_MB,
+    progress: bool = False,
+) -> ExportSummary:
+    """Write the demos of a suite as a LeRobot dataset (format v3.0) in the folder ``out``.
+
+    Args:
+        source: a folder of demo files (every ``*.hdf5`` in it, in name order), one file, or a list.
+        out: the dataset folder to create. It appears complete or not at all (written under a
+            temporary name beside it, then renamed).
+        overwrite: replace an existing ``out`` (only once the new dataset is complete).
+        fps: frames per second; None reads the control frequency from the files (default 20 Hz).
+        video: how camera frames are encoded (VideoOptions; default AV1 as LeRobot records).
+        robot_type: recorded in meta/info.json.
+        data_file_size_mb, video_file_size_mb: a new parquet / mp4 file is started past this size.
+        progress: show a progress bar over demo files.
+
+    Returns an ExportSummary (episodes, frames, tasks, size in bytes, seconds).
+
+    Raises:
+        LiberoError: no demo files, ``out`` exists without overwrite, a file lacks a camera or the
+        robot's observations, or the files' images differ in size.
+    """
+    started = time.perf_counter()
+    video = video or VideoOptions()
+    if video.vcodec not in VIDEO_CODECS:
+        raise LiberoError(
+            f"video codec {video.vcodec!r} is not supported; use one of {', '.join(VIDEO_CODECS)}"
+        )
+    files = demo_files(source)
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise LiberoError(f"{out} exists; pass --overwrite to replace it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tasks = [task_of(f) for f in files]
+    fps = fps or _fps_of(files[0])
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    # SVT-AV1 prints its settings on stderr for every file unless told otherwise.
+    svt_log = os.environ.get("SVT_LOG")
+    os.environ["SVT_LOG"] = "1"
+    videos: dict[str, _VideoWriter] = {}
+    data = _ParquetFiles(tmp, DATA_PATH, data_file_size_mb)
+    try:
+        task_index = {t: i for i, t in enumerate(dict.fromkeys(tasks))}
+        stats = {
+            k: _Stats()
+            for k in (
+                STATE_KEY,
+                JOINTS_KEY,
+                "action",
+                "next.reward",
+                "next.done",
+                "timestamp",
+                "frame_index",
+                "episode_index",
+                "index",
+                "task_index",
+            )
+        }
+        image_stats = {key: _ImageStats() for key in CAMERAS.values()}
+        episodes: list[dict] = []
+        size = None
+        index = 0
+        walk = files
+        if progress:
+            from tqdm import tqdm
+
+            walk = tqdm(files, desc="export", unit="file")
+        for path, task in zip(walk, tasks):
+            obs_keys = [*CAMERAS, "ee_states", "gripper_states", "joint_states"]
+            for demo in iter_demos(path, obs_keys):
+                T = demo.num_steps
+                frames = {CAMERAS[k]: demo.obs[k] for k in IMAGE_KEYS}
+                shapes = {f.shape[1:] for f in frames.values()}
+                if len(shapes) != 1 or (size is not None and shapes != {size}):
+                    raise LiberoError(
+                        f"demo file {path}: images of {sorted(shapes)} pixels, the dataset's are "
+                        f"{size}: export files collected at one image size"
+                    )
+                size = next(iter(shapes))
+                if size[0] % 2 or size[1] % 2:
+                    raise LiberoError(
+                        f"demo file {path}: images of {size[0]}x{size[1]} pixels; video needs even sizes"
+                    )
+                ep = len(episodes)
+                columns = _columns(demo, fps, ep, index, task_index[task])
+                chunk, file, _ = data.add(_table(columns))
+                row = {
+                    "episode_index": ep,
+                    "tasks": [task],
+                    "length": T,
+                    "data/chunk_index": chunk,
+                    "data/file_index": file,
+                    "dataset_from_index": index,
+                    "dataset_to_index": index + T,
+                }
+                for key, f in frames.items():
+                    if key not in videos:
+                        videos[key] = _VideoWriter(tmp, key, fps, video, video_file_size_mb)
+                    row.update(videos[key].add(f))
+                    one = _ImageStats()
+                    one.add(f)
+                    image_stats[key].add(f)
+                    row.update({f"stats/{key}/{s}": v for s, v in one.result().items()})
+                for name, values in columns.items():
+                    stats[name].add(values)
+                    row.update(
+                        {
+                            f"stats/{name}/{s}": v
+                            for s, v in _describe(np.asarray(values, dtype=np.float64).reshape(T, -1)).items()
+                        }
+                    )
+                row["meta/episodes/chunk_index"] = 0
+                row["meta/episodes/file_index"] = 0
+                episodes.append(row)
+                index += T
+        data.close()
+        for w in videos.values():
+            w.close()
+        if not episodes:
+            raise LiberoError(f"{', '.join(map(str, files))}: no demos to export")
+        _write_episodes(tmp, episodes)
+        _write_tasks(tmp, list(task_index))
+        all_stats = {name: s.result() for name, s in stats.items()}
+        all_stats.update({key: s.result() for key, s in image_stats.items()})
+        _write_json(tmp / "meta/stats.json", all_stats)
+        info = {
+            "codebase_version": CODEBASE_VERSION,
+            "robot_type": robot_type,
+            "total_episodes": len(episodes),
+            "total_frames": index,
+            "total_tasks": len(task_index),
+            "chunks_size": CHUNKS_SIZE,
+            "data_files_size_in_mb": data_file_size_mb,
+            "video_files_size_in_mb": video_file_size_mb,
+            "fps": fps,
+            "splits": {"train": f"0:{len(episodes)}"},
+            "data_path": DATA_PATH,
+            "video_path": VIDEO_PATH,
+            "features": _features(size[0], size[1], fps, VIDEO_CODECS[video.vcodec]),
+        }
+        _write_json(tmp / "meta/info.json", info)
+        _move_into_place(tmp, out, overwrite)
+    except BaseException:
+        data.close()
+        for w in videos.values():
+            try:
+                w.close()
+            except Exception:  # the file is discarded anyway
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if svt_log is None:
+            os.environ.pop("SVT_LOG", None)
+        else:
+            os.environ["SVT_LOG"] = svt_log
+    written = sorted(p for p in out.rglob("*") if p.is_file())
+    return ExportSummary(
+        path=out,
+        episodes=len(episodes),
+        frames=index,
+        tasks=list(task_index),
+        bytes=sum(p.stat().st_size for p in written),
+        seconds=time.perf_counter() - started,
+        files=written,
+    )
+
+
+def _columns(demo, fps: int, episode: int, first: int, task: int) -> dict[str, np.ndarray]:
+    """The frame table's columns for one demo, each (T, n)."""
+    T = demo.num_steps
+    last = np.arange(T) == T - 1
+    return {
+        STATE_KEY: np.concatenate([demo.obs["ee_states"], demo.obs["gripper_states"]], 1),
+        JOINTS_KEY: demo.obs["joint_states"],
+        "action": demo.actions,
+        "next.reward": last.astype(np.float32)[:, None],
+        "next.done": last[:, None],
+        "timestamp": (np.arange(T) / fps).astype(np.float32)[:, None],
+        "frame_index": np.arange(T, dtype=np.int64)[:, None],
+        "episode_index": np.full((T, 1), episode, dtype=np.int64),
+        "index": np.arange(first, first + T, dtype=np.int64)[:, None],
+        "task_index": np.full((T, 1), task, dtype=np.int64),
+    }
+
+
+def _table(columns: dict[str, np.ndarray]):
+    """A pyarrow table of the columns: vectors as fixed-size float32 lists, the rest as scalars."""
+    import pyarrow as pa
+
+    arrays = [
+        _vector(v, np.float32) if name in (STATE_KEY, JOINTS_KEY, "action") else pa.array(v[:, 0])
+        for name, v in columns.items()
+    ]
+    return pa.table(arrays, names=list(columns))
+
+
+def _fps_of(path: Path) -> int:
+    env_args = read_info(path).env_args
+    kwargs = env_args.get("env_kwargs", {}) if isinstance(env_args.get("env_kwargs"), dict) else {}
+    for where in (env_args, kwargs):
+        if isinstance(where.get("control_freq"), (int, float)):
+            return int(where["control_freq"])
+    return DEFAULT_FPS
+
+
+def _write_json(path: Path, value) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=4) + "\n")
+
+
+def _write_tasks(root: Path, tasks: list[str]) -> None:
+    """meta/tasks.parquet: task_index by task, stored so that pandas reads the task as the index."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {"task_index": pa.array(range(len(tasks)), pa.int64()), "task": pa.array(tasks, pa.string())}
+    )
+    pandas_meta = {
+        "index_columns": ["task"],
+        "column_indexes": [
+            {
+                "name": None,
+                "field_name": None,
+                "pandas_type": "unicode",
+                "numpy_type": "object",
+                "metadata": {"encoding": "UTF-8"},
+            }
+        ],
+        "columns": [
+            {
+                "name": "task_index",
+                "field_name": "task_index",
+                "pandas_type": "int64",
+                "numpy_type": "int64",
+                "metadata": None,
+            },
+            {
+                "name": "task",
+                "field_name": "task",
+                "pandas_type": "unicode",
+                "numpy_type": "object",
+                "metadata": None,
+            },
+        ],
+        "creator": {"library": "pyarrow", "version": pa.__version__},
+        "pandas_version": "2.2.0",
+    }
+    table = table.replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()})
+    path = root / "meta/tasks.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, str(path))
+
+
+def _write_episodes(root: Path, episodes: list[dict]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = {}
+    for name in episodes[0]:
+        values = [e[name] for e in episodes]
+        if name == "tasks":
+            columns[name] = pa.array(values, pa.list_(pa.string()))
+        elif name.startswith("stats/"):
+            flat = [np.asarray(v, dtype=np.float64).reshape(-1).tolist() for v in values]
+            columns[name] = pa.array(flat, pa.list_(pa.int64() if name.endswith("/count") else pa.float64()))
+        elif isinstance(values[0], float):
+            columns[name] = pa.array(values, pa.float64())
+        else:
+            columns[name] = pa.array(values, pa.int64())
+    path = root / EPISODES_PATH.format(chunk_index=0, file_index=0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), str(path))
+
+
+def _move_into_place(tmp: Path, out: Path, overwrite: bool) -> None:
+    """Rename the finished dataset to ``out``; an old one there is removed only after the rename."""
+    # mkdtemp made the folder private; the dataset gets the usual permissions.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    if not overwrite:
+        raise LiberoError(f"{out} appeared while exporting; pass --overwrite to replace it")
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    os.replace(out, old)
+    try:
+        os.replace(tmp, out)
+    except BaseException:
+        os.replace(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

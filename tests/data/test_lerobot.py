@@ -1,0 +1,191 @@
+"""LeRobot export: a small dataset written, read back with pyarrow and a video decoder, and compared
+with its demo files."""
+
+from __future__ import annotations
+
+import json
+
+import av
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from libero_ll.cli import main
+from libero_ll.data.hdf5 import Demo, DemoWriter, read_demos
+from libero_ll.data.lerobot import CAMERAS, export_lerobot
+from libero_ll.errors import LiberoError
+
+SIZE = 32
+TASKS = {"bowl": "put the black bowl on the plate", "soup": "put the alphabet soup in the basket"}
+
+
+def frames(T: int, seed: int) -> np.ndarray:
+    """Smooth pictures with a bright square that moves: lossy video keeps them recognisable."""
+    yy, xx = np.mgrid[0:SIZE, 0:SIZE]
+    out = np.empty((T, SIZE, SIZE, 3), np.uint8)
+    for t in range(T):
+        out[t, ..., 0] = (xx * 6 + seed * 40) % 256
+        out[t, ..., 1] = (yy * 6) % 256
+        out[t, ..., 2] = 40 + 12 * t
+        x = 2 * t  # demos here have at most 12 steps: the square never wraps around
+        out[t, 8:16, x : x + 8] = (250, 250, 40)
+    return out
+
+
+def demo(T: int, seed: int) -> Demo:
+    rng = np.random.default_rng(seed)
+    return Demo(
+        actions=rng.uniform(-1, 1, (T, 7)),
+        states=rng.normal(size=(T, 20)),
+        robot_states=rng.normal(size=(T, 9)),
+        obs={
+            "agentview_rgb": frames(T, seed),
+            "eye_in_hand_rgb": frames(T, seed + 100)[:, ::-1],
+            "joint_states": rng.normal(size=(T, 7)).astype(np.float32),
+            "gripper_states": rng.normal(size=(T, 2)).astype(np.float32),
+            "ee_states": rng.normal(size=(T, 6)).astype(np.float32),
+        },
+        init_state=rng.normal(size=20),
+        seed=seed,
+    )
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("demos")
+    lengths = {"bowl": (12, 9), "soup": (7, 10, 8)}
+    for name, Ts in lengths.items():
+        with DemoWriter(
+            root / f"{name}.hdf5",
+            env_name="LiberoEnv",
+            problem_info={"language_instruction": TASKS[name]},
+            bddl_file_name=f"{name}.bddl",
+            bddl_file_content="",
+            env_args={"control_freq": 20},
+            generator="test",
+        ) as w:
+            for i, T in enumerate(Ts):
+                w.add(demo(T, seed=10 * len(name) + i))
+    return root
+
+
+@pytest.fixture(scope="module")
+def exported(demo_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("export") / "lerobot"
+    summary = export_lerobot(demo_dir, out)
+    return out, summary
+
+
+def decode(path) -> tuple[np.ndarray, list[float]]:
+    with av.open(str(path)) as c:
+        stream = c.streams.video[0]
+        got = [(float(f.pts * stream.time_base), f.to_ndarray(format="rgb24")) for f in c.decode(stream)]
+    return np.stack([g[1] for g in got]), [g[0] for g in got]
+
+
+def test_layout_and_metadata(exported):
+    out, summary = exported
+    info = json.loads((out / "meta/info.json").read_text())
+    assert info["codebase_version"] == "v3.0"
+    assert (info["total_episodes"], info["total_frames"], info["total_tasks"]) == (5, 46, 2)
+    assert info["fps"] == 20 and info["splits"] == {"train": "0:5"}
+    assert (summary.episodes, summary.frames) == (5, 46)
+    for key in CAMERAS.values():
+        feature = info["features"][key]
+        assert feature["dtype"] == "video" and feature["shape"] == [SIZE, SIZE, 3]
+        assert feature["info"]["video.codec"] == "av1"
+        assert (out / info["video_path"].format(video_key=key, chunk_index=0, file_index=0)).is_file()
+    assert info["features"]["observation.state"]["shape"] == [8]
+    tasks = pq.read_table(out / "meta/tasks.parquet").to_pydict()
+    assert tasks == {"task_index": [0, 1], "task": [TASKS["bowl"], TASKS["soup"]]}
+    stats = json.loads((out / "meta/stats.json").read_text())
+    assert stats["action"]["count"] == [46] and len(stats["action"]["mean"]) == 7
+    assert np.array(stats["observation.images.image"]["mean"]).shape == (3, 1, 1)
+    assert not any(p.name.endswith(".tmp") for p in out.parent.iterdir())
+
+
+def test_frames_actions_and_states_match_the_demo_files(exported, demo_dir):
+    out, _ = exported
+    info = json.loads((out / "meta/info.json").read_text())
+    episodes = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+    data = pq.read_table(out / info["data_path"].format(chunk_index=0, file_index=0)).to_pydict()
+    videos = {
+        key: decode(out / info["video_path"].format(video_key=key, chunk_index=0, file_index=0))
+        for key in CAMERAS.values()
+    }
+    demos = [(name, d) for name in ("bowl", "soup") for d in read_demos(demo_dir / f"{name}.hdf5")]
+    assert len(episodes) == len(demos)
+    for ep, (name, d) in zip(episodes, demos):
+        T = d.num_steps
+        assert ep["tasks"] == [TASKS[name]] and ep["length"] == T
+        rows = slice(ep["dataset_from_index"], ep["dataset_to_index"])
+        np.testing.assert_allclose(np.array(data["action"][rows]), d.actions, rtol=1e-6, atol=1e-6)
+        state = np.concatenate([d.obs["ee_states"], d.obs["gripper_states"]], 1)
+        np.testing.assert_allclose(np.array(data["observation.state"][rows]), state, rtol=1e-6)
+        np.testing.assert_allclose(np.array(data["observation.joint_states"][rows]), d.obs["joint_states"])
+        assert data["frame_index"][rows] == list(range(T))
+        assert set(data["episode_index"][rows]) == {ep["episode_index"]}
+        assert set(data["task_index"][rows]) == {0 if name == "bowl" else 1}
+        assert data["next.done"][rows] == [False] * (T - 1) + [True]
+        for ours, key in CAMERAS.items():
+            decoded, stamps = videos[key]
+            start = round(ep[f"videos/{key}/from_timestamp"] * 20)
+            assert round(ep[f"videos/{key}/to_timestamp"] * 20) - start == T
+            np.testing.assert_allclose(stamps[start : start + T], start / 20 + np.arange(T) / 20, atol=1e-6)
+            got = decoded[start : start + T].astype(int)
+            want = d.obs[ours].astype(int)
+            assert np.abs(got - want).mean() < 8, key
+            # Each decoded frame is nearest to its own picture, not a neighbour's (order kept).
+            for t in range(T):
+                errors = [np.abs(got[t] - want[u]).mean() for u in range(T)]
+                assert int(np.argmin(errors)) == t
+
+
+def test_cli_refuses_to_overwrite_and_replaces_only_when_asked(demo_dir, tmp_path, capsys):
+    out = tmp_path / "ds"
+    assert main(["export", str(demo_dir / "bowl.hdf5"), "--out", str(out), "--quiet"]) == 0
+    assert "2 episodes" in capsys.readouterr().out
+    assert main(["export", str(demo_dir), "--out", str(out), "--quiet"]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert json.loads((out / "meta/info.json").read_text())["total_episodes"] == 2
+    assert (
+        main(["export", str(demo_dir), "--out", str(out), "--quiet", "--overwrite", "--vcodec", "libx264"])
+        == 0
+    )
+    info = json.loads((out / "meta/info.json").read_text())
+    assert (
+        info["total_episodes"] == 5
+        and info["features"]["observation.images.image"]["info"]["video.codec"] == "h264"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
+
+
+def test_a_folder_without_demos_is_a_clear_error(tmp_path):
+    with pytest.raises(LiberoError, match="no demo files"):
+        export_lerobot(tmp_path, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_libero_file_is_exported_upright_with_its_instruction(tmp_path):
+    """LIBERO's files hold images in OpenGL order (bottom row first) and the instruction in problem_info."""
+    import h5py
+
+    path = tmp_path / "libero.hdf5"
+    raw = frames(6, seed=1)[:, ::-1]
+    with h5py.File(path, "w") as f:
+        data = f.create_group("data")
+        data.attrs["problem_info"] = json.dumps({"language_instruction": "open the top drawer"})
+        data.attrs["env_args"] = json.dumps({"env_name": "Libero_Tabletop_Manipulation"})
+        g = data.create_group("demo_0")
+        g.create_dataset("actions", data=np.zeros((6, 7)))
+        for key, width in (("ee_states", 6), ("gripper_states", 2), ("joint_states", 7)):
+            g.create_dataset(f"obs/{key}", data=np.zeros((6, width)))
+        g.create_dataset("obs/agentview_rgb", data=raw)
+        g.create_dataset("obs/eye_in_hand_rgb", data=raw)
+    out = tmp_path / "ds"
+    export_lerobot(path, out)
+    assert pq.read_table(out / "meta/tasks.parquet").column("task").to_pylist() == ["open the top drawer"]
+    decoded, _ = decode(out / "videos/observation.images.image/chunk-000/file-000.mp4")
+    upright = raw[:, ::-1].astype(int)
+    assert np.abs(decoded.astype(int) - upright).mean() < 8
+    assert np.abs(decoded.astype(int) - raw.astype(int)).mean() > 30

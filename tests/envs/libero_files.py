@@ -1,0 +1,303 @@
+"""Task files written the way LIBERO's generator writes them, one for each thing such files do that our
+own files never do. Tests write them into a folder; nothing here is a copy of a LIBERO file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# A region of an object the scene does not have (left over by the generator), and the drawer the task
+# is about listed among the objects of interest.
+DANGLING_REGION = """\
+(define (problem LIBERO_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language open the top drawer of the cabinet)
+    (:regions
+      (bowl_region
+          (:target main_table)
+          (:ranges (
+              (-0.06 0.05 -0.04 0.07)
+            )
+          )
+      )
+      (plate_region
+          (:target main_table)
+          (:ranges (
+              (0.1 0.22 0.12 0.24)
+            )
+          )
+      )
+      (cabinet_region
+          (:target main_table)
+          (:ranges (
+              (0.0 -0.3 0.02 -0.28)
+            )
+          )
+          (:yaw_rotation (
+              (3.141592653589793 3.141592653589793)
+            )
+          )
+      )
+      (top_region
+          (:target wooden_cabinet_1)
+      )
+      (right_region
+          (:target bowl_drainer_1)
+          (:ranges (
+              (-0.01 -0.01 0.01 0.01)
+            )
+          )
+      )
+      (left_region
+          (:target bowl_drainer_1)
+      )
+    )
+
+  (:fixtures
+    main_table - table
+    wooden_cabinet_1 - wooden_cabinet
+  )
+
+  (:objects
+    akita_black_bowl_1 - akita_black_bowl
+    plate_1 - plate
+  )
+
+  (:obj_of_interest
+    wooden_cabinet_1_top_region
+  )
+
+  (:init
+    (On akita_black_bowl_1 main_table_bowl_region)
+    (On plate_1 main_table_plate_region)
+    (On wooden_cabinet_1 main_table_cabinet_region)
+  )
+
+  (:goal
+    (And (Open wooden_cabinet_1_top_region))
+  )
+
+)
+"""
+
+# A plate in a region 2 cm wide with a bowl beside it: their centres are 13.4 cm apart, less than
+# our plate's and bowl's radii together (16 cm), more than LIBERO's sampler asks for.
+TIGHT_PLATE = """\
+(define (problem LIBERO_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language pick up the black bowl next to the plate and place it on the plate)
+    (:regions
+      (plate_region
+          (:target main_table)
+          (:ranges (
+              (0.04 0.17 0.06 0.19)
+            )
+          )
+      )
+      (next_to_plate_region
+          (:target main_table)
+          (:ranges (
+              (-0.02 0.29 0.0 0.31)
+            )
+          )
+      )
+      (ramekin_region
+          (:target main_table)
+          (:ranges (
+              (-0.22 0.17 -0.2 0.19)
+            )
+          )
+      )
+      (box_region
+          (:target main_table)
+          (:ranges (
+              (0.06 0.0 0.08 0.02)
+            )
+          )
+      )
+    )
+
+  (:fixtures
+    main_table - table
+  )
+
+  (:objects
+    akita_black_bowl_1 akita_black_bowl_2 - akita_black_bowl
+    cookies_1 - cookies
+    plate_1 - plate
+    glazed_rim_porcelain_ramekin_1 - glazed_rim_porcelain_ramekin
+  )
+
+  (:obj_of_interest
+    akita_black_bowl_1
+    plate_1
+  )
+
+  (:init
+    (On akita_black_bowl_1 main_table_next_to_plate_region)
+    (On plate_1 main_table_plate_region)
+    (On akita_black_bowl_2 glazed_rim_porcelain_ramekin_1)
+    (On glazed_rim_porcelain_ramekin_1 main_table_ramekin_region)
+    (On cookies_1 main_table_box_region)
+  )
+
+  (:goal
+    (And (On akita_black_bowl_1 plate_1))
+  )
+
+)
+"""
+
+# A white bowl in the corner between a cabinet and a stove: clear of both as a circle, but its square
+# footprint reaches into both of theirs.
+BOWL_BETWEEN_FIXTURES = """\
+(define (problem LIBERO_Kitchen_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language put the white bowl on the stove)
+    (:regions
+      (cabinet_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (-0.001 -0.301 0.001 -0.299)
+            )
+          )
+          (:yaw_rotation (
+              (3.141592653589793 3.141592653589793)
+            )
+          )
+      )
+      (flat_stove_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (0.355 0.125 0.357 0.127)
+            )
+          )
+      )
+      (white_bowl_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (0.155 -0.102 0.163 -0.097)
+            )
+          )
+      )
+      (plate_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (-0.2 0.2 -0.18 0.22)
+            )
+          )
+      )
+      (cook_region
+          (:target flat_stove_1)
+      )
+    )
+
+  (:fixtures
+    kitchen_table - kitchen_table
+    wooden_cabinet_1 - wooden_cabinet
+    flat_stove_1 - flat_stove
+  )
+
+  (:objects
+    white_bowl_1 - white_bowl
+    plate_1 - plate
+  )
+
+  (:obj_of_interest
+    white_bowl_1
+    flat_stove_1
+  )
+
+  (:init
+    (On wooden_cabinet_1 kitchen_table_cabinet_init_region)
+    (On flat_stove_1 kitchen_table_flat_stove_init_region)
+    (On white_bowl_1 kitchen_table_white_bowl_init_region)
+    (On plate_1 kitchen_table_plate_init_region)
+  )
+
+  (:goal
+    (And (On white_bowl_1 flat_stove_1_cook_region))
+  )
+
+)
+"""
+
+# Two bowls in 2 cm regions on either side of a plate in a 2 cm region, all three touching as squares.
+PLATE_BETWEEN_BOWLS = """\
+(define (problem LIBERO_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language put the left bowl on the plate)
+    (:regions
+      (plate_region
+          (:target main_table)
+          (:ranges (
+              (0.0 -0.01 0.02 0.01)
+            )
+          )
+      )
+      (left_bowl_region
+          (:target main_table)
+          (:ranges (
+              (-0.01 -0.14 0.01 -0.12)
+            )
+          )
+      )
+      (right_bowl_region
+          (:target main_table)
+          (:ranges (
+              (0.09 0.12 0.11 0.14)
+            )
+          )
+      )
+    )
+
+  (:fixtures
+    main_table - table
+  )
+
+  (:objects
+    akita_black_bowl_1 - akita_black_bowl
+    white_bowl_1 - white_bowl
+    plate_1 - plate
+  )
+
+  (:obj_of_interest
+    akita_black_bowl_1
+    plate_1
+  )
+
+  (:init
+    (On plate_1 main_table_plate_region)
+    (On akita_black_bowl_1 main_table_left_bowl_region)
+    (On white_bowl_1 main_table_right_bowl_region)
+  )
+
+  (:goal
+    (And (On akita_black_bowl_1 plate_1))
+  )
+
+)
+"""
+
+FILES = {
+    "open_the_top_drawer_of_the_cabinet": DANGLING_REGION,
+    "pick_up_the_black_bowl_next_to_the_plate": TIGHT_PLATE,
+    "put_the_white_bowl_on_the_stove": BOWL_BETWEEN_FIXTURES,
+    "put_the_left_bowl_on_the_plate": PLATE_BETWEEN_BOWLS,
+}
+# Which of them need placement's fallback for regions too tight for our footprints.
+TIGHT = {
+    "pick_up_the_black_bowl_next_to_the_plate",
+    "put_the_white_bowl_on_the_stove",
+    "put_the_left_bowl_on_the_plate",
+}
+
+
+def write_folder(folder: Path) -> list[Path]:
+    """Write every file into `folder` as <name>.bddl; returns their paths in name order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in sorted(FILES.items()):
+        path = folder / f"{name}.bddl"
+        path.write_text(text)
+        paths.append(path)
+    return paths
