@@ -42,8 +42,11 @@ test: setup
 test-slow: setup
 	$(PY) -m pytest -q -m slow
 
+# The benchmark chooses its GL backend itself (NVIDIA's EGL on a GPU machine) unless the caller set one;
+# the OSMesa default above is only for the other targets.
 bench: setup
-	$(PY) scripts/bench/env_speed.py
+	env $(if $(filter file,$(origin MUJOCO_GL)),-u MUJOCO_GL) $(if $(filter file,$(origin PYOPENGL_PLATFORM)),-u PYOPENGL_PLATFORM) \
+	  $(PY) scripts/bench/env_speed.py
 
 # Regenerate the five shipped suites from libero_ll/tasks/suites/ (byte-identical .bddl files) and
 # remake any fixed initial states that are missing or no longer match their task.

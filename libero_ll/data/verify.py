@@ -139,6 +139,8 @@ def _env_config(env_args: dict):
     kwargs = env_args.get("env_kwargs", {}) if isinstance(env_args, dict) else {}
     known = {f.name for f in dataclasses.fields(EnvConfig)}
     kwargs = {k: v for k, v in kwargs.items() if k in known} if isinstance(kwargs, dict) else {}
+    # Files written before the controller was recorded were made with robosuite's own.
+    kwargs.setdefault("controller", "robosuite")
     # Replay reads states, not pixels.
     kwargs["render"] = False
     return EnvConfig(**kwargs)

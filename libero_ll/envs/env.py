@@ -12,10 +12,12 @@ from libero_ll.bddl.parser import parse_file
 from libero_ll.bddl.spec import TaskSpec
 from libero_ll.bddl.validate import BddlWarning, validate_with_warnings
 from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
+from libero_ll.envs.render import CameraRenderer, prepare_offscreen
 from libero_ll.errors import LiberoError
 
 CAMERAS = {"agentview_rgb": "agentview", "eye_in_hand_rgb": "robot0_eye_in_hand"}
 ROBOT_PREFIXES = ("robot0_", "gripper0_", "fixed_mount0_")
+CONTROLLERS = ("lean", "robosuite")
 
 
 @dataclass
@@ -32,6 +34,12 @@ class EnvConfig:
             hulls, several times faster to render on a CPU (the scene objects look the same either way).
         settle_steps: zero-action policy steps after placing objects so that they come to rest.
         render: whether to render camera images at all (off for fast expert dry runs).
+        cameras: observation key -> camera name of the images in each observation.
+        controller: "lean" computes robosuite's default Panda controller (operational-space pose
+            control, 0.05 m and 0.5 rad per unit of action, and the gripper) in our own code between
+            MuJoCo's step calls (envs/control.py), in about half the time; "robosuite" runs robosuite's
+            own. The same actions move the hand alike up to rounding, so a demo replays exactly only
+            under the controller it was recorded with (kept in its file's env_args).
     """
 
     image_size: int = 128
@@ -43,6 +51,7 @@ class EnvConfig:
     settle_steps: int = 10
     render: bool = True
     cameras: dict = field(default_factory=lambda: dict(CAMERAS))
+    controller: str = "lean"
 
 
 def load_task(path_or_spec) -> TaskSpec:
@@ -71,6 +80,8 @@ class LiberoEnv:
 
     def __init__(self, task, config: EnvConfig | None = None):
         self.config = config or EnvConfig()
+        if self.config.controller not in CONTROLLERS:
+            raise LiberoError(f"controller must be one of {', '.join(CONTROLLERS)}, not {self.config.controller!r}")
         self.spec = load_task(task)
         self.arena = ARENAS.get(self.spec.problem_class)
         ensure_gl_backend()
@@ -127,6 +138,12 @@ class LiberoEnv:
         self._arm_qpos = np.array(robot._ref_joint_pos_indexes)
         self._grip_qpos = np.array(robot._ref_gripper_joint_pos_indexes["right"])
         self._eef_site = robot.eef_site_id["right"]
+        self._lean = None
+        if self.config.controller == "lean":
+            from libero_ll.envs.control import LeanControl
+
+            substeps = int(self.scene.control_timestep / self.scene.model_timestep)
+            self._lean = LeanControl(self.model, self.data, robot, substeps)
         self._renderers: dict = {}
         self._style_rendering()
         self.steps = 0
@@ -137,9 +154,7 @@ class LiberoEnv:
         import mujoco
 
         m = self.model
-        m.vis.quality.offsamples = 0
-        m.vis.global_.offwidth = max(m.vis.global_.offwidth, self.config.image_size)
-        m.vis.global_.offheight = max(m.vis.global_.offheight, self.config.image_size)
+        prepare_offscreen(m, self.config.image_size)
         # Our instances' colliding geoms are in group 0 (they carry the mass); show them in group 2.
         ours = tuple(f"{inst}_" for inst in self.scene.mj_objects)
         for g in range(m.ngeom):
@@ -158,23 +173,15 @@ class LiberoEnv:
                     m.geom_rgba[g] = (0.82, 0.82, 0.84, 1.0) if "finger" not in body else (0.25, 0.25, 0.27, 1.0)
         elif self.config.robot_mesh != "visual":
             raise LiberoError(f"robot_mesh must be 'visual' or 'collision', not {self.config.robot_mesh!r}")
-        self._scene_option = mujoco.MjvOption()
-        self._scene_option.geomgroup[:] = [0, 1, 1, 0, 0, 0]
 
     def render(self, camera: str, size: int | None = None) -> np.ndarray:
         """An upright RGB image (row 0 is the top) from a named camera, uint8 (H, W, 3)."""
-        import mujoco
-
         size = size or self.config.image_size
         r = self._renderers.get(size)
         if r is None:
-            r = mujoco.Renderer(self.model, size, size)
-            r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.config.shadows
-            r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = self.config.reflections
-            r.scene.flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = False
+            r = CameraRenderer(self.model, size, self.config.shadows, self.config.reflections)
             self._renderers[size] = r
-        r.update_scene(self.data, camera=camera, scene_option=self._scene_option)
-        return r.render()
+        return r.render(self.data, camera)
 
     # ------------------------------------------------------------------ state
 
@@ -200,6 +207,19 @@ class LiberoEnv:
             bid = self.geometry.body_of[inst]
             self.model.body_pos[bid] = layout[7 * k : 7 * k + 3]
             self.model.body_quat[bid] = layout[7 * k + 3 : 7 * k + 7]
+
+    def _reset_scene(self) -> None:
+        # robosuite's reset puts the arm home and forgets the gripper command; the lean controller too.
+        self.scene.reset()
+        if self._lean is not None:
+            self._lean.reset()
+
+    def _advance(self, action: np.ndarray) -> None:
+        """One control period of physics under a clipped 7-number action."""
+        if self._lean is not None:
+            self._lean.step(action)
+        else:
+            self.scene.step(action)
 
     def _sync_controller(self) -> None:
         # The operational-space controller keeps goals from the previous episode; start from here.
@@ -227,7 +247,7 @@ class LiberoEnv:
                 their region instead of a sampled one (see placement.sample_placements).
         """
         rng = np.random.default_rng(seed)
-        self.scene.reset()
+        self._reset_scene()
         layout = self._sample_placements(self.spec, self.arena, rng, positions)
         for inst, pose in layout.poses.items():
             if inst in self._joint_qpos:
@@ -250,14 +270,14 @@ class LiberoEnv:
         zero = np.zeros(7)
         zero[6] = -1.0
         for _ in range(self.config.settle_steps):
-            self.scene.step(zero)
+            self._advance(zero)
         self.data.time = 0.0
         self._sync_controller()
         return self.observe()
 
     def reset_to(self, state: np.ndarray) -> dict:
         """Start an episode from a stored state (a fixed initial state or a demo's init_state)."""
-        self.scene.reset()
+        self._reset_scene()
         state = np.asarray(state, dtype=np.float64)
         expected = self.get_state().shape[0]
         if state.shape != (expected,):
@@ -292,7 +312,7 @@ class LiberoEnv:
         action = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
         if action.shape != (7,):
             raise LiberoError(f"an action is 7 numbers, got shape {action.shape}")
-        self.scene.step(action)
+        self._advance(action)
         self.steps += 1
         if self._burners:
             self._update_indicators()

@@ -62,6 +62,7 @@ def render_gallery(output: str | Path, tile: int = 192, columns: int = 7, catego
     from PIL import Image
 
     from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.envs.render import CameraRenderer
 
     things = categories or [c for c in CATEGORIES.names() if get_model(c).kind != "workspace"]
     # Big fixtures in the rows nearest the robot, so that no close view reaches past the walls.
@@ -74,8 +75,7 @@ def render_gallery(output: str | Path, tile: int = 192, columns: int = 7, catego
             name = mujoco.mj_id2name(env.model, mujoco.mjtObj.mjOBJ_GEOM, g) or ""
             if name.startswith("wall"):
                 env.model.geom_rgba[g, 3] = 0.0  # the walls would hide the far tiles
-        renderer = mujoco.Renderer(env.model, tile, tile)
-        renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = False
+        renderer = CameraRenderer(env.model, tile, shadows=True, reflections=True)
         for cat in things:
             model = get_model(cat)
             inst = f"{cat}_1"
@@ -85,8 +85,7 @@ def render_gallery(output: str | Path, tile: int = 192, columns: int = 7, catego
             cam.distance = 3.2 * size + 0.12
             cam.azimuth = 200.0  # from the front (+x), a little to the side
             cam.elevation = -28.0
-            renderer.update_scene(env.data, camera=cam, scene_option=env._scene_option)
-            tiles.append(_label(renderer.render(), cat))
+            tiles.append(_label(renderer.render(env.data, cam), cat))
         renderer.close()
     finally:
         env.close()

@@ -42,7 +42,7 @@ from libero_ll.experts.skills import (
     wrist_safe_yaw,
 )
 
-EXPERT_VERSION = "scripted-expert 0.7"
+EXPERT_VERSION = "scripted-expert 0.8"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10

@@ -127,9 +127,19 @@ class TemporalTransformerConfig(PolicyConfig):
     dropout: float = 0.1
     # Step position encoding of the temporal transformer: "sinusoidal" or "learned".
     position_encoding: str = "sinusoidal"
+    # Low-dim keys (among lowdim_keys) that the policy sees at the current step only: their embedding is
+    # added to the transformer's output for that step instead of being a token of every step in the
+    # window. Empty (the paper's): every low-dim key is a token. The history of a hand's position tells
+    # the policy its previous actions, and a policy trained on smooth demos then copies them rather than
+    # react to what it sees (docs/policies.md).
+    current_lowdim_keys: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self.current_lowdim_keys = [str(k) for k in self.current_lowdim_keys]
+        stray = [k for k in self.current_lowdim_keys if k not in self.lowdim_keys]
+        if stray:
+            raise self.error(f"current_lowdim_keys {stray} are not in lowdim_keys {self.lowdim_keys}")
         self.require_positive("extra_embedding_size transformer_layers heads head_size mlp_size")
         self.require_fraction("dropout")
         self.require_choice("position_encoding", ("learned", "sinusoidal"))

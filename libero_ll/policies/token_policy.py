@@ -3,7 +3,9 @@
 Each step becomes ``M`` tokens of width ``embed_size``: a learned action token, the language token, one
 token per camera (from the architecture's own image encoder) and one per low-dim key. The temporal
 transformer reads them block-causally over the window and the action token's output feeds the GMM head.
-The two policies differ only in their image encoder (`make_encoder`).
+Low-dim keys listed in ``current_lowdim_keys`` come last and skip the transformer: their embeddings are
+added to the action token's output of their own step. The two policies differ only in their image
+encoder (`make_encoder`).
 """
 
 from __future__ import annotations
@@ -77,10 +79,16 @@ class TokenTransformerPolicy(BasePolicy):
             for key in self.image_keys:
                 frames = obs[key].reshape(b * t, *obs[key].shape[2:])
                 tokens.append(self.encoders[key](frames, cond).view(b, t, -1))
-        for key in self.lowdim_keys:
+        current = self.cfg.current_lowdim_keys
+        history = [key for key in self.lowdim_keys if key not in current]
+        for key in history + current:
             tokens.append(self.lowdim[key](obs[key]))
         return torch.stack(tokens, dim=2)
 
     def temporal(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The action token's output at every step, (B, T, embed_size)."""
-        return self.transformer(tokens, mask)[:, :, 0]
+        """The action token's output at every step plus the current-step-only embeddings, (B, T, embed_size)."""
+        n_current = len(self.cfg.current_lowdim_keys)
+        if not n_current:
+            return self.transformer(tokens, mask)[:, :, 0]
+        seen = tokens[:, :, :-n_current]
+        return self.transformer(seen, mask)[:, :, 0] + tokens[:, :, -n_current:].sum(dim=2)

@@ -1,77 +1,147 @@
-"""Env steps per second with two 128x128 cameras: our scenes next to robosuite's Lift, in one run.
+"""Env steps per second of our scenes next to robosuite's Lift, without cameras and with two cameras, in one run.
 
 The scenes: a quickstart task (plain table, five objects) and the kitchen example (cabinet,
-microwave, stove, wine rack and four objects), each with the robot drawn from its detailed
-meshes and from its collision hulls.
+microwave, stove, wine rack and four objects), under the lean controller (the default) and under
+robosuite's own controller; Lift under robosuite's controller, as its users run it. A step is the
+env's whole step: control, physics, observations and, with cameras, both images.
 
-Usage: python scripts/bench/env_speed.py [--steps 200] [--size 128]
+Cameras: agentview and the wrist camera, SIZE x SIZE pixels, drawn for every scene, Lift included,
+by the same renderer with the same settings (libero_ll.envs.render.CameraRenderer: the robot's
+detailed meshes, no shadows, reflections, multisampling or skybox). For reference the run also times
+Lift with robosuite's own camera observations (its default render settings), and our scenes with
+robot_mesh=collision (the robot drawn from its collision hulls, the `cpu` preset's choice).
+
+Each rate is the median of --repeats runs of --steps random small actions (the same sequence for
+every env, each run from the same start); the runs of all settings are interleaved so that a busy
+machine slows each alike.
+
+Usage: python scripts/bench/env_speed.py [--steps 200] [--size 128] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
-
-
 QUICKSTART = REPO / "bddl_tasks/quickstart/put_the_black_bowl_on_the_plate.bddl"
 KITCHEN = REPO / "bddl_tasks/examples/kitchen_put_the_bowl_in_the_top_drawer_and_close_it.bddl"
+CAMERAS = ("agentview", "robot0_eye_in_hand")
 
 
-def bench_ours(task: Path, steps: int, size: int, robot_mesh: str) -> float:
-    from libero_ll.envs.env import EnvConfig, LiberoEnv
+class Ours:
+    """One of our scenes; `cameras` switches both camera images on or off."""
 
-    env = LiberoEnv(task, EnvConfig(image_size=size, robot_mesh=robot_mesh))
-    env.reset(seed=0)
-    rate = _steps_per_second(env, steps)
-    env.close()
-    return rate
+    def __init__(self, task: Path, size: int, controller: str, robot_mesh: str = "visual"):
+        from libero_ll.envs.env import EnvConfig, LiberoEnv
 
+        self.env = LiberoEnv(task, EnvConfig(image_size=size, robot_mesh=robot_mesh, controller=controller))
 
-def bench_lift(steps: int, size: int) -> float:
-    from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
+    def start(self, cameras: bool) -> None:
+        self.env.config.render = cameras
+        self.env.reset(seed=0)
 
-    ensure_gl_backend()
-    quiet_simulator_logs()
-    import robosuite
-    from robosuite.controllers import load_composite_controller_config
+    def step(self, action: np.ndarray) -> None:
+        self.env.step(action)
 
-    env = robosuite.make(
-        "Lift", robots="Panda", controller_configs=load_composite_controller_config(controller="BASIC", robot="Panda"),
-        has_renderer=False, has_offscreen_renderer=True, use_camera_obs=True,
-        camera_names=["agentview", "robot0_eye_in_hand"], camera_heights=size, camera_widths=size, control_freq=20,
-    )
-    env.reset()
-    rate = _steps_per_second(env, steps)
-    env.close()
-    return rate
+    def close(self) -> None:
+        self.env.close()
 
 
-def _steps_per_second(env, steps: int) -> float:
-    """Time `steps` random small actions (the same sequence for every env)."""
-    rng = np.random.default_rng(0)
+class Lift:
+    """robosuite's Lift with the Panda and its default controller.
+
+    Args:
+        size: camera image size, pixels.
+        own_cameras: use robosuite's camera observations (its render settings) instead of ours.
+    """
+
+    def __init__(self, size: int, own_cameras: bool = False):
+        from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
+
+        ensure_gl_backend()
+        quiet_simulator_logs()
+        import robosuite
+        from robosuite.controllers import load_composite_controller_config
+
+        from libero_ll.envs.render import CameraRenderer
+
+        ctrl = load_composite_controller_config(controller="BASIC", robot="Panda")
+        cams = {"camera_names": list(CAMERAS), "camera_heights": size, "camera_widths": size}
+        self.env = robosuite.make("Lift", robots="Panda", controller_configs=ctrl, has_renderer=False,
+                                  has_offscreen_renderer=own_cameras, use_camera_obs=own_cameras, control_freq=20,
+                                  **(cams if own_cameras else {}))
+        self.renderer = None if own_cameras else CameraRenderer(self.env.sim.model._model, size)
+        self.cameras = own_cameras
+
+    def start(self, cameras: bool) -> None:
+        self.env.reset()
+        self.cameras = cameras
+
+    def step(self, action: np.ndarray) -> None:
+        self.env.step(action)
+        if self.cameras and self.renderer is not None:
+            for cam in CAMERAS:
+                self.renderer.render(self.env.sim.data._data, cam)
+
+    def close(self) -> None:
+        if self.renderer is not None:
+            self.renderer.close()
+        self.env.close()
+
+
+def steps_per_second(env, cameras: bool, steps: int) -> float:
+    """Time `steps` random small actions from the env's start (the same sequence for every env)."""
+    env.start(cameras)
+    actions = np.random.default_rng(0).uniform(-0.3, 0.3, size=(steps, 7))
     t = time.perf_counter()
-    for _ in range(steps):
-        env.step(rng.uniform(-0.3, 0.3, size=7))
+    for a in actions:
+        env.step(a)
     return steps / (time.perf_counter() - t)
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--size", type=int, default=128)
+    p.add_argument("--repeats", type=int, default=3)
     a = p.parse_args()
-    lift = bench_lift(a.steps, a.size)
-    print(f"two {a.size}x{a.size} cameras, {a.steps} steps each")
-    print(f"{'robosuite Lift':52s} {lift:6.1f} steps/s")
-    for label, task in (("quickstart task", QUICKSTART), ("kitchen scene, full furniture", KITCHEN)):
-        for mesh in ("visual", "collision"):
-            rate = bench_ours(task, a.steps, a.size, mesh)
-            print(f"{label + f' (robot_mesh={mesh})':52s} {rate:6.1f} steps/s  ratio to Lift {rate / lift:.2f}")
+
+    lift = Lift(a.size)
+    lift_own = Lift(a.size, own_cameras=True)
+    scenes = {}
+    for name, task in (("quickstart", QUICKSTART), ("kitchen", KITCHEN)):
+        scenes[f"{name}, lean controller"] = Ours(task, a.size, "lean")
+        scenes[f"{name}, robosuite controller"] = Ours(task, a.size, "robosuite")
+        scenes[f"{name}, lean, robot_mesh=collision"] = Ours(task, a.size, "lean", "collision")
+    # (label, env, cameras): every row timed once per repeat, repeats interleaved.
+    rows = [("robosuite Lift", lift, False), ("robosuite Lift", lift, True),
+            ("robosuite Lift, its own camera observations", lift_own, True)]
+    for label, env in scenes.items():
+        if "collision" not in label:
+            rows.append((label, env, False))
+        rows.append((label, env, True))
+    runs: dict[tuple[str, bool], list[float]] = {}
+    for _ in range(a.repeats):
+        for label, env, cameras in rows:
+            runs.setdefault((label, cameras), []).append(steps_per_second(env, cameras, a.steps))
+    rate = {k: statistics.median(v) for k, v in runs.items()}
+
+    print(f"MUJOCO_GL={os.environ.get('MUJOCO_GL')}; {a.steps} steps per run, median of {a.repeats} runs; "
+          f"cameras: two of {a.size}x{a.size} px, the same render settings for every scene")
+    print(f"{'env':44s} {'no cameras':>11s} {'ratio':>6s}   {'two cameras':>11s} {'ratio':>6s}")
+    base_plain, base_cams = rate[("robosuite Lift", False)], rate[("robosuite Lift", True)]
+    for label in dict.fromkeys(r[0] for r in rows):
+        plain, cams = rate.get((label, False)), rate.get((label, True))
+        left = f"{plain:11.1f} {plain / base_plain:5.2f}x" if plain else f"{'-':>11s} {'':6s}"
+        print(f"{label:44s} {left}   {cams:11.1f} {cams / base_cams:5.2f}x")
+    for env in [lift, lift_own, *scenes.values()]:
+        env.close()
 
 
 if __name__ == "__main__":

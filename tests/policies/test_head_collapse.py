@@ -3,8 +3,9 @@
 A small ResNet-T with each preset's head is trained for a few hundred steps on expert demos of one
 quickstart task and must reproduce the actions of held-out demos, both the mixture's mode and the action
 it takes at run time (sampled, unless the preset acts deterministically). The paper's own head (5 modes,
-std floor 1e-4) fails the same check: on the expert's nearly noise-free gripper and rotation commands its
-likelihood grows without bound and swamps the rest (docs/policies.md).
+std floor 1e-4) collapses on the expert's nearly noise-free gripper and rotation commands: their
+likelihood grows without bound and swamps the rest (docs/policies.md has the errors of a cpu-size network;
+this small one is hit less, and less reliably, so the test does not rest on it).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ HEAD_KEYS = ("gmm_modes", "gmm_hidden", "min_std", "deterministic_eval")
 # Mean absolute error on held-out steps, in action units: of the hand's motion (x, y, z; the expert moves
 # at up to 0.6) and of the gripper command (-1 or +1: 0.25 is one step in eight with the wrong sign).
 # Measured here: the paper preset's head 0.074 / 0.072 (mode) and 0.123 / 0.131 (sampled); the cpu
-# preset's 0.075 / 0.076 (it acts with the mode); the paper's own floor 0.122 / 0.051 and 0.202 / 0.066.
+# preset's 0.075 / 0.076 (it acts with the mode); the paper's own floor between 0.077 and 0.122 (mode
+# motion) on demos that differ by 1e-6, too close to the tolerance to test on.
 MODE_TOLERANCE = {"motion": 0.10, "gripper": 0.25}
 RUN_TIME_TOLERANCE = {"motion": 0.16, "gripper": 0.35}
 
@@ -68,7 +70,7 @@ def preset_head(preset: str) -> dict:
     return {k: keys[k] for k in HEAD_KEYS}
 
 
-def held_out_errors(task_data, head: dict) -> tuple[dict, dict]:
+def held_out_errors(task_data, head: dict, steps: int = STEPS) -> tuple[dict, dict]:
     """Train a small policy with `head` on all but the last demos; mean absolute errors of the mode and of
     the run-time action on every step of the held-out demos."""
     from libero_ll.data.dataset import SequenceDataset, TaskData
@@ -92,7 +94,7 @@ def held_out_errors(task_data, head: dict) -> tuple[dict, dict]:
     data = SequenceDataset([train], policy.seq_len, keys)
     optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-3, weight_decay=1e-4)
     policy.train()
-    for _ in range(STEPS):
+    for _ in range(steps):
         loss = policy.compute_loss(data.get_batch(rng.integers(len(data), size=16)))
         optimizer.zero_grad()
         loss.backward()
@@ -124,10 +126,10 @@ def test_preset_head_reproduces_held_out_expert_actions(expert_demos, preset):
         assert acted[name] < tol, f"{preset} head: run-time {name} error {acted[name]:.3f} (tolerance {tol})"
 
 
-def test_the_papers_std_floor_collapses_on_expert_demos(expert_demos):
-    # The check above can fail: with the paper's floor, 1e-4, the same head misses the hand's motion.
-    head = {**preset_head("paper"), "min_std": 1e-4}
-    mode, acted = held_out_errors(expert_demos, head)
+def test_the_check_fails_for_a_head_that_has_not_learned(expert_demos):
+    # The tolerances are tight enough to fail: a head whose mode does not follow the demos (here after a
+    # few steps) misses them.
+    mode, acted = held_out_errors(expert_demos, preset_head("paper"), steps=20)
     misses = [f"mode {k}" for k, tol in MODE_TOLERANCE.items() if mode[k] >= tol]
     misses += [f"run-time {k}" for k, tol in RUN_TIME_TOLERANCE.items() if acted[k] >= tol]
-    assert misses, f"the paper's floor reproduced the demos: mode {mode}, run time {acted}"
+    assert len(misses) >= 2, f"a barely trained head reproduced the demos: mode {mode}, run time {acted}"

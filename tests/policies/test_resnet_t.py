@@ -116,6 +116,34 @@ def test_causality_later_steps_do_not_change_earlier_outputs():
     assert not torch.allclose(a[:, t:], b[:, t:], atol=1e-3)
 
 
+def test_current_lowdim_keys_reach_their_own_step_only():
+    lowdim = ["joint_states", "gripper_states", "ee_states"]
+    policy = tiny_policy(lowdim_keys=lowdim, current_lowdim_keys=["ee_states"]).eval()
+    batch = make_batch()
+    t = 2
+    with torch.no_grad():
+        base = policy.features(batch)
+        batch["obs"]["ee_states"][:, t] += 3.0
+        moved_hand = policy.features(batch)
+        batch["obs"]["gripper_states"][:, t] += 3.0
+        moved_fingers = policy.features(batch)
+    changed = (moved_hand - base).abs().sum(-1) > 1e-4
+    assert changed[:, t].all() and not changed[:, :t].any() and not changed[:, t + 1 :].any()
+    # A key in the window's history changes its own step and every later one.
+    later = (moved_fingers - moved_hand).abs().sum(-1) > 1e-4
+    assert later[:, t:].all() and not later[:, :t].any()
+    # Rollouts give what the window gives.
+    policy.cfg.deterministic_eval = True
+    policy.reset(3)
+    for step in range(5):
+        action = policy.act(step_obs(batch, step), batch["task_emb"].numpy())
+    with torch.no_grad():
+        expected = gmm_mode(policy.head(policy.features(batch)))[:, -1].clamp(-1, 1)
+    assert np.allclose(action, expected.numpy(), atol=1e-5)
+    with pytest.raises(LiberoError, match="current_lowdim_keys"):
+        tiny_policy(lowdim_keys=["gripper_states"], current_lowdim_keys=["ee_states"])
+
+
 def test_padded_steps_do_not_affect_the_loss():
     policy = tiny_policy().eval()
     batch = make_batch()

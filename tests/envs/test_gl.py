@@ -1,0 +1,51 @@
+"""Choosing the headless GL backend: NVIDIA's EGL when there is a GPU, else OSMesa, and the user's choice first."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from libero_ll.envs import gl
+from libero_ll.errors import LiberoError
+
+
+@pytest.fixture
+def machine(monkeypatch, tmp_path):
+    """A pretend machine: which libraries exist and whether the NVIDIA driver is loaded."""
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    monkeypatch.delenv("PYOPENGL_PLATFORM", raising=False)
+
+    def make(libs: set[str], nvidia_driver: bool):
+        monkeypatch.setattr(gl.ctypes.util, "find_library", lambda name: f"lib{name}.so" if name in libs else None)
+        monkeypatch.setattr(gl, "_NVIDIA_DRIVER", str(tmp_path if nvidia_driver else tmp_path / "absent"))
+
+    return make
+
+
+def test_nvidia_gpu_renders_through_egl(machine):
+    machine({"OSMesa", "EGL", "EGL_nvidia"}, nvidia_driver=True)
+    assert gl.ensure_gl_backend() == "egl"
+    assert os.environ["MUJOCO_GL"] == "egl" and os.environ["PYOPENGL_PLATFORM"] == "egl"
+
+
+@pytest.mark.parametrize("libs, driver", [({"OSMesa", "EGL"}, False), ({"OSMesa", "EGL", "EGL_nvidia"}, False),
+                                          ({"OSMesa", "EGL"}, True)])
+def test_without_an_nvidia_egl_osmesa_comes_first(machine, libs, driver):
+    machine(libs, nvidia_driver=driver)
+    assert gl.ensure_gl_backend() == "osmesa"
+
+
+def test_software_egl_when_osmesa_is_missing(machine):
+    machine({"EGL"}, nvidia_driver=False)
+    assert gl.ensure_gl_backend() == "egl"
+
+
+def test_users_choice_wins_and_nothing_found_is_explained(machine, monkeypatch):
+    machine({"OSMesa", "EGL", "EGL_nvidia"}, nvidia_driver=True)
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    assert gl.ensure_gl_backend() == "osmesa"
+    monkeypatch.delenv("MUJOCO_GL")
+    machine(set(), nvidia_driver=False)
+    with pytest.raises(LiberoError, match="apt-get install"):
+        gl.ensure_gl_backend()
