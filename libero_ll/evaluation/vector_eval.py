@@ -22,6 +22,7 @@ from libero_ll.evaluation.rollout import Rollout, StillnessMonitor, position_coo
 def _worker(conn, task_files: list[str], env_cfg) -> None:
     # Runs in a spawned process: nothing from the parent's simulator or GL state is inherited.
     envs: dict = {}
+    coords: dict = {}  # task -> its scene's position coordinates (position_coordinates)
     still = StillnessMonitor(0)
     try:
         while True:
@@ -35,8 +36,8 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
                         from libero_ll.envs.env import LiberoEnv
 
                         envs[task] = LiberoEnv(task_files[task], env_cfg)
-                    current = envs[task]
-                    where = position_coordinates(current.model)
+                        coords[task] = position_coordinates(envs[task].model)
+                    current, where = envs[task], coords[task]
                     obs = current.reset_to(state)
                     still = StillnessMonitor(still_steps)
                     still.reset(current.data.qpos[where])
