@@ -253,6 +253,7 @@ def open_box(
     wall: float,
     floor: float,
     rgba: tuple[float, float, float, float],
+    wall_gap: float = 0.0,
 ) -> list[Geom]:
     """A floor and four walls around an inner space, centred on the origin (a basket, a tray).
 
@@ -262,15 +263,18 @@ def open_box(
         wall: wall thickness, metres.
         floor: floor thickness, metres.
         rgba: colour.
+        wall_gap: the walls start this far above the floor's underside (so that, standing, only the
+            floor touches what is below), metres.
     """
     hz = height / 2
     ox, oy = inner_x + wall, inner_y + wall
+    wz, wc = (height - wall_gap) / 2, wall_gap / 2
     return [
         Geom("box", (ox, oy, floor / 2), (0, 0, -hz + floor / 2), rgba=rgba),
-        Geom("box", (wall / 2, oy, hz), (inner_x + wall / 2, 0, 0), rgba=rgba),
-        Geom("box", (wall / 2, oy, hz), (-inner_x - wall / 2, 0, 0), rgba=rgba),
-        Geom("box", (inner_x, wall / 2, hz), (0, inner_y + wall / 2, 0), rgba=rgba),
-        Geom("box", (inner_x, wall / 2, hz), (0, -inner_y - wall / 2, 0), rgba=rgba),
+        Geom("box", (wall / 2, oy, wz), (inner_x + wall / 2, 0, wc), rgba=rgba),
+        Geom("box", (wall / 2, oy, wz), (-inner_x - wall / 2, 0, wc), rgba=rgba),
+        Geom("box", (inner_x, wall / 2, wz), (0, inner_y + wall / 2, wc), rgba=rgba),
+        Geom("box", (inner_x, wall / 2, wz), (0, -inner_y - wall / 2, wc), rgba=rgba),
     ]
 
 

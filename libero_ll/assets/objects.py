@@ -30,6 +30,10 @@ _GRIP_BELOW_TOP = 0.02
 _RIM_GRIP_BELOW_TOP = 0.022
 # Across-the-model-y closing direction, the default of most hints.
 _ACROSS_Y = math.pi / 2
+# Walls and rims of things that stand on a base stop this far above the bottom. Upright, only the base
+# touches what is below: each wall box on the table is four more contacts (a plate's 24-box rim made 96,
+# most of a scene's physics cost), and tilted by more than a degree or so a wall still meets the surface.
+_FOOT_GAP = 0.001
 
 
 # ---------------------------------------------------------------- building blocks
@@ -43,6 +47,11 @@ def _cyl(radius: float, z0: float, z1: float, rgba, collide: bool = True, x=0.0,
 def _box(hx: float, hy: float, z0: float, z1: float, rgba, collide=True, x=0.0, y=0.0, yaw=0.0) -> Geom:
     """A box with horizontal half extents hx, hy from height z0 to z1 (natural frame, metres)."""
     return Geom("box", (hx, hy, (z1 - z0) / 2), (x, y, (z0 + z1) / 2), yaw=yaw, rgba=rgba, collide=collide)
+
+
+def _walls(radius: float, z0: float, z1: float, wall: float, count: int, rgba) -> list[Geom]:
+    """A round wall of `count` boxes from height z0 to z1 (natural frame); see `ring`."""
+    return ring(radius, (z0 + z1) / 2, wall, z1 - z0, count, rgba)
 
 
 def _octagon(apothem: float, z0: float, z1: float, rgba, collide: bool = True) -> list[Geom]:
@@ -157,7 +166,7 @@ def _contain_region(inner_x: float, inner_y: float, floor_top: float, height: fl
 def _bowl(category: str, rgba, inside_rgba, description: str) -> Model:
     radius, wall, height, base = 0.058, 0.008, 0.045, 0.008
     geoms = [_cyl(radius - wall / 2, 0.0, base, rgba)]
-    geoms += ring(radius, height / 2, wall, height, 16, rgba)
+    geoms += _walls(radius, _FOOT_GAP, height, wall, 16, rgba)
     # The glazed inside, seen from above.
     geoms.append(_cyl(radius - wall / 2 - 0.001, base, base + 0.0006, inside_rgba, collide=False))
     return _model(
@@ -180,7 +189,7 @@ register_category(
     _model(
         "plate",
         [_cyl(0.095, 0.0, 0.008, (0.95, 0.93, 0.86, 1.0))]
-        + ring(0.093, 0.009, 0.008, 0.018, 24, (0.85, 0.82, 0.74, 1.0)),
+        + _walls(0.093, _FOOT_GAP, 0.018, 0.008, 24, (0.85, 0.82, 0.74, 1.0)),
         density=1800.0,
         description="a flat dinner plate, 20 cm across, with a low rim",
     )
@@ -192,7 +201,7 @@ def _ramekin() -> Model:
     porcelain, glaze = (0.96, 0.95, 0.92, 1.0), (0.55, 0.33, 0.2, 1.0)
     glaze_band = 0.012
     geoms = [_cyl(radius - wall / 2, 0.0, base, porcelain)]
-    geoms += ring(radius, (height - glaze_band) / 2, wall, height - glaze_band, 12, porcelain)
+    geoms += _walls(radius, _FOOT_GAP, height - glaze_band, wall, 12, porcelain)
     geoms += ring(radius, height - glaze_band / 2, wall, glaze_band, 12, glaze)
     return _model(
         "glazed_rim_porcelain_ramekin",
@@ -215,7 +224,7 @@ _WICKER_DARK = (0.45, 0.31, 0.16, 1.0)
 def _basket() -> Model:
     inner_x, inner_y, height, wall, floor = 0.08, 0.105, 0.08, 0.01, 0.01
     # open_box is centred on its middle; the natural frame has the floor's underside at z = 0.
-    box = open_box(inner_x, inner_y, height, wall, floor, _WICKER)
+    box = open_box(inner_x, inner_y, height, wall, floor, _WICKER, wall_gap=_FOOT_GAP)
     geoms = [_shift(g, (0.0, 0.0, -height / 2)) for g in box]
     # A darker woven band on the outside of each wall, for the look of a basket.
     out_x, out_y, skin = inner_x + wall, inner_y + wall, 0.0008
@@ -235,7 +244,7 @@ def _basket() -> Model:
 def _tray() -> Model:
     inner_x, inner_y, height, wall, floor = 0.15, 0.11, 0.03, 0.012, 0.008
     wood, grip = (0.72, 0.52, 0.32, 1.0), (0.3, 0.2, 0.12, 1.0)
-    box = open_box(inner_x, inner_y, height, wall, floor, wood)
+    box = open_box(inner_x, inner_y, height, wall, floor, wood, wall_gap=_FOOT_GAP)
     geoms = [_shift(g, (0.0, 0.0, -height / 2)) for g in box]
     # Hand-hold slots on the two short sides, drawn as dark patches.
     for s in (-1, 1):
@@ -262,7 +271,7 @@ def _frypan() -> Model:
     radius, wall, height, base = 0.096, 0.006, 0.045, 0.006
     body, handle_rgba, inside = (0.18, 0.18, 0.19, 1.0), (0.05, 0.05, 0.05, 1.0), (0.26, 0.26, 0.28, 1.0)
     geoms = [_cyl(radius - wall / 2, 0.0, base, body)]
-    geoms += ring(radius, height / 2, wall, height, 16, body)
+    geoms += _walls(radius, _FOOT_GAP, height, wall, 16, body)
     geoms.append(_cyl(radius - wall / 2 - 0.001, base, base + 0.0006, inside, collide=False))
     # The handle leaves the wall just below the rim and runs 17 cm out along +x.
     handle_len, handle_z = 0.17, (height - 0.016, height - 0.004)
@@ -309,10 +318,10 @@ def _mug(category: str, wall_rgba, handle_rgba, inside_rgba, description: str, l
     radius, wall, height, base = 0.037, 0.006, 0.09, 0.008
     geoms = [_cyl(radius - wall / 2, 0.0, base, lower_rgba or wall_rgba)]
     if lower_rgba is None:
-        geoms += ring(radius, height / 2, wall, height, 12, wall_rgba)
+        geoms += _walls(radius, _FOOT_GAP, height, wall, 12, wall_rgba)
     else:
         split = height * 0.45
-        geoms += ring(radius, split / 2, wall, split, 12, lower_rgba)
+        geoms += _walls(radius, _FOOT_GAP, split, wall, 12, lower_rgba)
         geoms += ring(radius, (split + height) / 2, wall, height - split, 12, wall_rgba)
     geoms.append(_cyl(radius - wall / 2 - 0.001, base, base + 0.0006, inside_rgba, collide=False))
     # A C-shaped handle on +x: two arms and an upright grip.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 from robosuite.environments.manipulation.manipulation_env import ManipulationEnv
 from robosuite.models.tasks import ManipulationTask
 
@@ -62,6 +64,28 @@ class TaskScene(ManipulationEnv):
             mujoco_robots=[robot],
             mujoco_objects=list(self.mj_objects.values()),
         )
+        # Several contacts per pair of convex shapes, not one: a plate's or bowl's round base then rests
+        # flat on a handful of contacts instead of tipping onto one point of its edge, so that the walls
+        # and rims need not touch the table (libero_ll/assets/objects.py, _FOOT_GAP).
+        option = self.model.root.find("option")
+        flag = option.find("flag")
+        if flag is None:
+            flag = ET.SubElement(option, "flag")
+        flag.set("multiccd", "enable")
+        # A fixture's moving parts and its body never collide with each other: joint limits stop a
+        # drawer, a door or a dial. Without this, every drawer box is tested against every cabinet box at
+        # every substep (the parts' parent is fixed to the world, which MuJoCo's parent filter exempts).
+        contact = self.model.root.find("contact")
+        if contact is None:
+            contact = ET.SubElement(self.model.root, "contact")
+        for inst, cat in self.spec.instances().items():
+            parts = get_model(cat).parts
+            if get_model(cat).kind != "fixture" or not parts:
+                continue
+            bodies = [f"{inst}_root"] + [f"{inst}_{p.name}" for p in parts]
+            for i, a in enumerate(bodies):
+                for b in bodies[i + 1 :]:
+                    ET.SubElement(contact, "exclude", {"body1": a, "body2": b})
 
     def _setup_observables(self):
         # Observations are assembled by LiberoEnv from the simulator directly; robosuite's

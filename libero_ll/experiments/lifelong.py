@@ -279,14 +279,16 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                     line = f"stage {s + 1} epoch {epoch}: loss {loss:.3f}"
                     if epoch % every == 0 or epoch == epochs:
                         scores = []
-                        for j in stage:
-                            scores.append(evaluate(j, s, epoch))
-                            tensor.eval_epochs[j].append(epoch)
-                            tensor.curves[j].append(scores[-1])
-                            writer.add_scalar(f"{names[j]}/success", scores[-1], global_epoch)
-                        if float(np.mean(scores)) > best:
-                            best, best_state = float(np.mean(scores)), copy.deepcopy(policy.state_dict())
-                            best_index = len(tensor.curves[stage[0]]) - 1
+                        # With train.ema_decay the averaged weights are evaluated and kept.
+                        with learner.averaged_weights():
+                            for j in stage:
+                                scores.append(evaluate(j, s, epoch))
+                                tensor.eval_epochs[j].append(epoch)
+                                tensor.curves[j].append(scores[-1])
+                                writer.add_scalar(f"{names[j]}/success", scores[-1], global_epoch)
+                            if float(np.mean(scores)) > best:
+                                best, best_state = float(np.mean(scores)), copy.deepcopy(policy.state_dict())
+                                best_index = len(tensor.curves[stage[0]]) - 1
                         line += f" success {_fmt(scores)}, curve {_curve(tensor, stage)}"
                     tensor.save(run_dir / "success.json")
                     log(f"{line} ({time.time() - t0:.0f}s)")
@@ -294,6 +296,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
 
                 # The kept policy: the best checkpoint, then whatever the learner does at the end of a stage.
                 policy.load_state_dict(best_state)
+                learner.end_average()
                 ckpt = f"task{stage[0]:02d}_best.pt" if len(stage) == 1 else "all_tasks_best.pt"
                 atomic_torch_save(
                     {

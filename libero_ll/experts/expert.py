@@ -42,7 +42,9 @@ from libero_ll.experts.skills import (
     wrist_safe_yaw,
 )
 
-EXPERT_VERSION = "scripted-expert 0.8"
+# Changes whenever the demos it writes change (its own logic, or the scenes it acts in: 0.9 came with
+# the objects' lifted walls and multi-point convex contacts).
+EXPERT_VERSION = "scripted-expert 0.9"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10

@@ -36,6 +36,10 @@ class TrainConfig:
         window_stride: an epoch visits one window every `window_stride` steps of each demo (random phase
             per epoch); 1 visits every start index. The causal policy supervises every step of a window,
             so a stride of seq_len still trains on every step once per epoch.
+        ema_decay: 0 (off, the paper's protocol) or the decay of an exponential moving average of the
+            weights over a stage's optimisation steps (e.g. 0.995). With it on, evaluations during
+            training and the kept checkpoint use the averaged weights; training continues from the raw
+            ones. The decay warms up as min(ema_decay, (1 + n) / (10 + n)) after n steps.
     """
 
     epochs: int = 50
@@ -45,6 +49,11 @@ class TrainConfig:
     weight_decay: float = 1e-4
     grad_clip: float = 100.0
     window_stride: int = 1
+    ema_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= float(self.ema_decay) < 1.0:
+            raise LiberoError(f"train.ema_decay must be in [0, 1), got {self.ema_decay}")
 
 
 class Learner:
@@ -70,6 +79,9 @@ class Learner:
         self._done_steps = 0
         # Training windows per task id seen in the current stage (replayed windows included).
         self.samples_by_task: dict[int, int] = {}
+        # Moving average of the policy's parameters over the stage's steps (train.ema_decay), by name.
+        self._ema: dict[str, torch.Tensor] | None = None
+        self._ema_steps = 0
 
     @classmethod
     def check_options(cls, options: dict) -> None:
@@ -97,6 +109,7 @@ class Learner:
         self.optimizer = self._new_optimizer()
         self._begin_schedule(self.train_cfg.epochs)
         self.samples_by_task = {}
+        self._start_average()
 
     def observe(self, batch: dict) -> float:
         """One optimisation step on `batch`; returns the loss."""
@@ -156,7 +169,48 @@ class Learner:
         torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.train_cfg.grad_clip)
         self.optimizer.step()
         self.after_update()
+        self._update_average()
         self._schedule()
+
+    # ------------------------------------------------------------------ weight averaging
+
+    def _start_average(self) -> None:
+        self._ema_steps = 0
+        self._ema = None
+        if self.train_cfg.ema_decay > 0:
+            self._ema = {n: p.detach().clone() for n, p in self.policy.named_parameters()}
+
+    def _update_average(self) -> None:
+        if self._ema is None:
+            return
+        self._ema_steps += 1
+        n = self._ema_steps
+        decay = min(float(self.train_cfg.ema_decay), (1.0 + n) / (10.0 + n))
+        with torch.no_grad():
+            for name, p in self.policy.named_parameters():
+                self._ema[name].lerp_(p.detach(), 1.0 - decay)
+
+    def end_average(self) -> None:
+        """Stop averaging (called once the stage's kept weights are loaded; post-task epochs train raw)."""
+        self._ema = None
+
+    @contextlib.contextmanager
+    def averaged_weights(self):
+        """Inside the block the policy holds the averaged weights (unchanged when averaging is off)."""
+        if self._ema is None:
+            yield
+            return
+        params = dict(self.policy.named_parameters())
+        raw = {n: p.detach().clone() for n, p in params.items()}
+        with torch.no_grad():
+            for n, p in params.items():
+                p.copy_(self._ema[n])
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for n, p in params.items():
+                    p.copy_(raw[n])
 
     def _schedule(self) -> None:
         # Cosine decay from lr to min_lr over the stage's total number of steps.
@@ -212,6 +266,8 @@ class Learner:
             "total_steps": self._total_steps,
             "done_steps": self._done_steps,
             "samples_by_task": {str(k): v for k, v in self.samples_by_task.items()},
+            "ema": self._ema,
+            "ema_steps": self._ema_steps,
         }
 
     def load_state_dict(self, state: dict, tasks: list[TaskData]) -> None:
@@ -226,6 +282,9 @@ class Learner:
         self._total_steps = state["total_steps"]
         self._done_steps = int(state["done_steps"])
         self.samples_by_task = {int(k): int(v) for k, v in state["samples_by_task"].items()}
+        ema = state.get("ema")
+        self._ema = None if ema is None else {n: t.clone() for n, t in ema.items()}
+        self._ema_steps = int(state.get("ema_steps", 0))
 
 
 def _rng_state(rng: np.random.Generator) -> dict:

@@ -1,7 +1,7 @@
 """Image augmentation for training windows: random shift and colour jitter, sampled once per window.
 
-All functions take float images (B, T, C, H, W) in [0, 1] and draw one set of random parameters per
-window b, shared by its T frames, so that a window stays a consistent clip of one scene.
+The functions take images (B, T, C, H, W), float in [0, 1] (the shift also takes uint8), and draw one set of
+random parameters per window b, shared by its T frames, so that a window stays a consistent clip of one scene.
 """
 
 from __future__ import annotations
@@ -68,22 +68,32 @@ def color_jitter(
     """
     b = images.shape[0]
     out = images
+    # In-place steps on one working copy: the same arithmetic as out = clamp(m + f * (out - m)), without
+    # a fresh full-size tensor per operation (on a CPU, allocation costs as much as the arithmetic).
     if brightness > 0:
-        out = (out * _factors(b, brightness, out.device, out.dtype, generator)).clamp(0.0, 1.0)
+        out = (out * _factors(b, brightness, out.device, out.dtype, generator)).clamp_(0.0, 1.0)
     if contrast > 0:
         # Each frame is blended with its own mean grey level, as a photo editor's contrast slider does.
         mean = _grey(out).mean(dim=(-3, -2, -1), keepdim=True)
         f = _factors(b, contrast, out.device, out.dtype, generator)
-        out = (mean + f * (out - mean)).clamp(0.0, 1.0)
+        out = _blend_(out if out is not images else out.clone(), mean, f)
     if saturation > 0:
         grey = _grey(out)
         f = _factors(b, saturation, out.device, out.dtype, generator)
-        out = (grey + f * (out - grey)).clamp(0.0, 1.0)
+        out = _blend_(out if out is not images else out.clone(), grey, f)
     return out
 
 
+def _blend_(out: torch.Tensor, base: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
+    """clamp(base + factor * (out - base), 0, 1), computed in ``out``'s own memory."""
+    return out.sub_(base).mul_(factor).add_(base).clamp_(0.0, 1.0)
+
+
 class WindowAugment(torch.nn.Module):
-    """Random shift then colour jitter on (B, T, C, H, W) float images; the identity in eval mode.
+    """Random shift then colour jitter on (B, T, C, H, W) images; only the conversion to float in eval mode.
+
+    Images come in as uint8 (0..255) or float in [0, 1] and go out as float in [0, 1]. The shift is done
+    before the conversion, on the smaller uint8 tensor; the result is the same as shifting afterwards.
 
     Args:
         shift_pad: largest shift in pixels (0 disables the shift).
@@ -96,9 +106,8 @@ class WindowAugment(torch.nn.Module):
         self.jitter = tuple(float(j) for j in jitter)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if not self.training:
-            return images
-        out = random_shift(images, self.shift_pad)
-        if any(self.jitter):
+        out = random_shift(images, self.shift_pad) if self.training else images
+        out = out.float().div_(255.0) if out.dtype == torch.uint8 else out.float()
+        if self.training and any(self.jitter):
             out = color_jitter(out, *self.jitter)
         return out

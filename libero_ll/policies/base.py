@@ -133,9 +133,7 @@ class BasePolicy(nn.Module):
             if key not in obs:
                 raise LiberoError(f"observation lacks image key {key!r} (has {sorted(obs)})")
             img = torch.as_tensor(obs[key]).to(device, non_blocking=True)
-            img = img.permute(0, 1, 4, 2, 3)
-            img = img.float().div_(255.0) if img.dtype == torch.uint8 else img.float()
-            out[key] = self.augment(img)
+            out[key] = self.augment(img.permute(0, 1, 4, 2, 3))
         for key in self.lowdim_keys:
             if key not in obs:
                 raise LiberoError(f"observation lacks low-dim key {key!r} (has {sorted(obs)})")

@@ -52,7 +52,7 @@ class FiLM(nn.Module):
 
     def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
         gamma, beta = self.proj(cond)[:, :, None, None].chunk(2, dim=1)
-        return x * (1.0 + gamma) + beta
+        return torch.addcmul(beta, x, 1.0 + gamma)
 
 
 class BasicBlock(nn.Module):
@@ -77,9 +77,10 @@ class BasicBlock(nn.Module):
             )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = F.relu(self.norm1(self.conv1(x)))
+        # In place where autograd allows it: a norm's output is not needed for its backward pass.
+        h = F.relu(self.norm1(self.conv1(x)), inplace=True)
         h = self.norm2(self.conv2(h))
-        return F.relu(h + self.skip(x))
+        return F.relu(h.add_(self.skip(x)), inplace=True)
 
 
 class SpatialSoftmax(nn.Module):

@@ -201,3 +201,45 @@ def test_mtl_is_one_stage_of_all_tasks():
     learner.train_epoch(SequenceDataset(tasks, 4, ["agentview_rgb", "gripper_states"]))
     assert set(learner.samples_by_task) == {0, 1}
     assert learner.memory_bytes() == sum(a.nbytes for t in tasks for d in t.demos for a in d.values())
+
+
+def test_weight_average_is_evaluated_and_restored_and_survives_a_checkpoint():
+    torch.manual_seed(0)
+    policy = make_policy("resnet_t", TINY, META)
+    cfg = TrainConfig(epochs=1, batch_size=4, lr=1e-2, ema_decay=0.9)
+    learner = make_learner("seql", policy, cfg, {})
+    data = _task(0)
+    ds = SequenceDataset([data], 4, ["agentview_rgb", "gripper_states"])
+    start = {n: p.detach().clone() for n, p in policy.named_parameters()}
+    learner.start_task(0, data)
+    trace = [start]
+    for i in range(5):
+        learner.observe(ds.get_batch(np.arange(4) + i))
+        trace.append({n: p.detach().clone() for n, p in policy.named_parameters()})
+    # The average follows the documented recursion, with the warm-up min(decay, (1 + n) / (10 + n)).
+    expected = {n: t.clone() for n, t in start.items()}
+    for n_step, weights in enumerate(trace[1:], start=1):
+        d = min(0.9, (1 + n_step) / (10 + n_step))
+        expected = {n: expected[n] * d + weights[n] * (1 - d) for n in expected}
+    raw = trace[-1]
+    with learner.averaged_weights():
+        for n, p in policy.named_parameters():
+            assert torch.allclose(p, expected[n], atol=1e-6), n
+        assert any(not torch.equal(p, raw[n]) for n, p in policy.named_parameters())
+    for n, p in policy.named_parameters():
+        assert torch.equal(p, raw[n]), "raw weights restored after the block"
+    # A learner restored from the checkpoint holds the same average.
+    state = learner.state_dict()
+    other = make_learner("seql", policy, cfg, {})
+    other.load_state_dict(state, [data])
+    with other.averaged_weights():
+        for n, p in policy.named_parameters():
+            assert torch.allclose(p, expected[n], atol=1e-6), n
+    learner.end_average()
+    with learner.averaged_weights():
+        assert all(torch.equal(p, raw[n]) for n, p in policy.named_parameters())
+
+
+def test_weight_average_decay_out_of_range_is_named():
+    with pytest.raises(LiberoError, match="ema_decay"):
+        TrainConfig(ema_decay=1.0)

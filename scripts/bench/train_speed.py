@@ -1,0 +1,105 @@
+"""Training throughput of every registered policy on this machine: windows/s of whole optimisation steps.
+
+Each policy is built as a preset builds it (``policy.by_name[name]`` of the config, then its ``policy.cfg``
+when the config names that policy) and trained on random windows of the preset's shape: batch size, image
+size, two cameras, the policy's own low-dim keys and window length. A step is what the learners do: the
+loss, backward, gradient clip and an AdamW step. The device is the GPU when there is one, else the CPU with
+torch's default thread count.
+
+Usage: python scripts/bench/train_speed.py [--config configs/cpu.yaml] [--steps 30] [--batch N]
+       [--policies resnet_t vit_t]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+LOWDIM = {"joint_states": 7, "gripper_states": 2, "ee_states": 6}
+
+
+def policy_keys(cfg, name: str) -> dict:
+    """The keys a preset gives policy ``name``: ``by_name[name]``, then ``cfg`` if it names that policy."""
+    from omegaconf import OmegaConf
+
+    section = OmegaConf.to_container(cfg.get("policy") or {}, resolve=True)
+    keys = dict((section.get("by_name") or {}).get(name) or {})
+    if section.get("name") == name:
+        keys.update(section.get("cfg") or {})
+    return keys
+
+
+def random_batch(policy, batch: int, size: int, task_emb_dim: int, device) -> dict:
+    """Random windows in the data package's format (images uint8 HWC), already on ``device``."""
+    t = policy.seq_len
+    obs = {key: torch.randint(0, 256, (batch, t, size, size, 3), dtype=torch.uint8, device=device)
+           for key in policy.image_keys}
+    for key in policy.lowdim_keys:
+        obs[key] = torch.randn(batch, t, LOWDIM[key], device=device)
+    return {
+        "obs": obs,
+        "actions": torch.rand(batch, t, 7, device=device) * 2 - 1,
+        "mask": torch.ones(batch, t, dtype=torch.bool, device=device),
+        "task_emb": torch.randn(batch, task_emb_dim, device=device),
+    }
+
+
+def windows_per_second(policy, batch: dict, steps: int, warmup: int = 3) -> float:
+    """Windows per second of `steps` optimisation steps on one batch, after `warmup` untimed ones."""
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-4)
+    policy.train()
+
+    def step() -> None:
+        loss = policy.compute_loss(batch)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), 100.0)
+        opt.step()
+
+    for _ in range(warmup):
+        step()
+    sync = torch.cuda.synchronize if batch["actions"].is_cuda else (lambda: None)
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync()
+    return steps * batch["actions"].shape[0] / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--config", type=Path, default=REPO / "configs" / "cpu.yaml")
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--batch", type=int, default=None, help="windows per step (default: the config's)")
+    p.add_argument("--policies", nargs="*", default=None, help="default: every registered policy")
+    p.add_argument("--task-emb-dim", type=int, default=384)
+    a = p.parse_args()
+
+    from libero_ll.experiments.config import load_config
+    from libero_ll.policies import POLICIES, make_policy
+
+    cfg = load_config(a.config)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    batch_size = a.batch or int(cfg.train.batch_size)
+    size = int(cfg.env.image_size)
+    names = a.policies or sorted(POLICIES.names())
+    where = torch.cuda.get_device_name() if device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
+    print(f"{a.config.name}: batch {batch_size}, {size} px, {where}")
+    print(f"{'policy':<12} {'params':>9} {'seq_len':>7} {'windows/s':>10} {'steps/s':>8}")
+    for name in names:
+        torch.manual_seed(0)
+        shape = {"image_shape": (size, size, 3), "lowdim": LOWDIM, "action_dim": 7, "task_emb_dim": a.task_emb_dim}
+        policy = make_policy(name, policy_keys(cfg, name), shape).to(device)
+        batch = random_batch(policy, batch_size, size, a.task_emb_dim, device)
+        wps = windows_per_second(policy, batch, a.steps)
+        params = sum(q.numel() for q in policy.parameters())
+        print(f"{name:<12} {params:>9,} {policy.seq_len:>7} {wps:>10.1f} {wps / batch_size:>8.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
