@@ -79,10 +79,10 @@ class TaskScene(ManipulationEnv):
         if contact is None:
             contact = ET.SubElement(self.model.root, "contact")
         for inst, cat in self.spec.instances().items():
-            parts = get_model(cat).parts
-            if get_model(cat).kind != "fixture" or not parts:
+            model = get_model(cat)
+            if model.kind != "fixture" or not model.parts:
                 continue
-            bodies = [f"{inst}_root"] + [f"{inst}_{p.name}" for p in parts]
+            bodies = [f"{inst}_root"] + [f"{inst}_{p.name}" for p in model.parts]
             for i, a in enumerate(bodies):
                 for b in bodies[i + 1 :]:
                     ET.SubElement(contact, "exclude", {"body1": a, "body2": b})

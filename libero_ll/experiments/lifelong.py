@@ -512,6 +512,9 @@ def check_components(cfg, check_init: bool = True) -> None:
             LEARNERS.get(str(name)).check_options(opts or {})
         except LiberoError as e:
             raise LiberoError(f"learner.by_name.{name}: {e}") from None
+    from libero_ll.learners.base import TrainConfig
+
+    TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))  # its own range checks
     if int(cfg.eval.still_steps) < 0:
         raise LiberoError(f"eval.still_steps must be 0 (off) or a number of steps, got {cfg.eval.still_steps}")
     if int(cfg.eval.workers) < 0:

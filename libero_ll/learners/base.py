@@ -38,8 +38,8 @@ class TrainConfig:
             so a stride of seq_len still trains on every step once per epoch.
         ema_decay: 0 (off, the paper's protocol) or the decay of an exponential moving average of the
             weights over a stage's optimisation steps (e.g. 0.995). With it on, evaluations during
-            training and the kept checkpoint use the averaged weights; training continues from the raw
-            ones. The decay warms up as min(ema_decay, (1 + n) / (10 + n)) after n steps.
+            training and the kept checkpoint use the averaged weights (parameters; norm statistics stay
+            the raw ones); training continues from the raw ones. The decay warms up as min(ema_decay, (1 + n) / (10 + n)) after n steps.
     """
 
     epochs: int = 50
