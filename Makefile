@@ -9,7 +9,6 @@ STAMP  := $(VENV)/.setup-stamp
 export MUJOCO_GL ?= osmesa
 export PYOPENGL_PLATFORM ?= osmesa
 export HF_HUB_OFFLINE := 1
-export OMP_WAIT_POLICY ?= PASSIVE
 export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: setup gl demo test test-slow bench clean tasks

@@ -7,7 +7,6 @@ thin and call into the library.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import warnings
 
@@ -40,8 +39,6 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Spinning OpenMP threads make 2-thread torch many times slower when the simulator shares the cores.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     args = build_parser().parse_args(argv)
     try:
         with warnings.catch_warnings():

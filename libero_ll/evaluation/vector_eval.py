@@ -3,8 +3,9 @@
 Each worker (spawned, so that it gets its own simulator and rendering context) builds the task
 environments it is asked for and keeps them. Every step the main process gathers one observation per
 worker, runs the policy once on the batch, and sends each worker its action. A worker whose episode ended
-starts the next rollout number; rollout i always starts from init_states[i % M], so for a policy whose
-actions for one env depend only on that env's history the rollouts equal those of `run_rollouts`.
+starts the next rollout waiting, of the same task or, with `rollouts_many`, of any task of the evaluation;
+rollout i of a task always starts from its init_states[i % M], so for a policy whose actions for one env
+depend only on that env's history (and task embedding) the rollouts equal those of `run_rollouts`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import traceback
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,6 +61,22 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
         conn.close()
 
 
+class RolloutJob(NamedTuple):
+    """The rollouts of one task asked of `ParallelEvaluator.rollouts_many`.
+
+    Attributes:
+        task: position of the task in the evaluator's `task_files`.
+        init_states: (M, S) fixed initial states; rollout i starts from init_states[i % M].
+        task_emb: (D,) language embedding of the task.
+        num_rollouts: how many episodes.
+    """
+
+    task: int
+    init_states: np.ndarray
+    task_emb: np.ndarray
+    num_rollouts: int
+
+
 class ParallelEvaluator:
     """A pool of environment worker processes for evaluating a policy on a suite's tasks.
 
@@ -75,6 +93,7 @@ class ParallelEvaluator:
         self._conns = []
         self._procs = []
         files = [str(Path(f)) for f in task_files]
+        self._num_tasks = len(files)
         for _ in range(workers):
             parent, child = ctx.Pipe()
             p = ctx.Process(target=_worker, args=(child, files, env_cfg), daemon=True)
@@ -117,47 +136,125 @@ class ParallelEvaluator:
         Returns:
             The rollouts in order of their number.
         """
-        n = min(self.workers, num_rollouts)
+        job = RolloutJob(task, init_states, task_emb, num_rollouts)
+        return self.rollouts_many(policy, [job], max_steps, still_steps)[0]
+
+    def rollouts_many(self, policy, jobs: list, max_steps: int, still_steps: int = 0) -> list[list[Rollout]]:
+        """Run the rollouts of several tasks at once: a free worker takes the next rollout of any job.
+
+        The rollouts wait in one queue, job after job and in order of their number within a job. Each step
+        the policy acts once for all the workers' current rollouts, each with its own task's embedding, so
+        the workers stay busy until the queue is empty and the batch mixes tasks. A rollout ends on success,
+        when its scene has been still for `still_steps` steps, or at `max_steps`, as in `rollouts`; rollout
+        i of a job starts from that job's init_states[i % M], so a policy whose actions for one env depend
+        only on that env's history (and its embedding) gives each job the rollouts it gets alone.
+
+        Args:
+            policy: a BasePolicy; `act` is called with a batch of one observation per worker and task
+                embeddings (N, D), and `reset(N, env_ids=[w])` when worker w starts a new rollout.
+            jobs: RolloutJob (or (task, init_states, task_emb, num_rollouts)) tuples; see RolloutJob.
+            max_steps: episode cap, policy steps.
+            still_steps: end a rollout as failed once nothing in its scene has moved for this many steps
+                (see StillnessMonitor); 0 runs every failing rollout to the cap.
+
+        Returns:
+            For each job, its rollouts in order of their number.
+
+        Raises:
+            LiberoError: a job names an unknown task, has no initial states, a negative rollout count, or
+                an embedding of another size than the other jobs'.
+        """
+        jobs = [self._check_job(k, job) for k, job in enumerate(jobs)]
+        dims = {job.task_emb.shape for job in jobs if job.num_rollouts > 0}
+        if len(dims) > 1:
+            raise LiberoError(f"the jobs' task embeddings differ in shape: {sorted(dims)}")
+        queue = [(k, i) for k, job in enumerate(jobs) for i in range(job.num_rollouts)]
+        done: list[dict[int, Rollout]] = [{} for _ in jobs]
+        n = min(self.workers, len(queue))
         if n == 0:
-            return []
-        slot_rollout = list(range(n))
-        next_rollout = n
+            return [[] for _ in jobs]
+        queue.reverse()  # popped from the end: the first job's first rollout goes first
+
+        def start(w: int) -> tuple[int, int]:
+            k, i = queue.pop()
+            job = jobs[k]
+            self._call(w, "reset", (job.task, job.init_states[i % len(job.init_states)], still_steps))
+            return k, i
+
+        slot = [start(w) for w in range(n)]  # (job, rollout number) each worker is stepping
+        obs = [self._result(w) for w in range(n)]
+        embs = np.stack([jobs[k].task_emb for k, _ in slot])
         steps = [0] * n
         active = [True] * n
-        for w in range(n):
-            self._call(w, "reset", (task, init_states[w % len(init_states)], still_steps))
-        obs = [self._result(w) for w in range(n)]
         policy.reset(n)
-        done: dict[int, Rollout] = {}
         while any(active):
-            # Finished slots keep feeding their last observation so the batch keeps its size; their
-            # actions are dropped.
-            batch = {k: np.stack([o[k] for o in obs]) for k in obs[0]}
-            actions = policy.act(batch, task_emb)
+            # The batch keeps its size so that each worker keeps its place in the policy's history: finished
+            # slots feed their last observation and their actions are dropped.
+            batch = {key: np.stack([o[key] for o in obs]) for key in obs[0]}
+            actions = policy.act(batch, embs)
             live = [w for w in range(n) if active[w]]
             for w in live:
                 self._call(w, "step", actions[w])
+            ended = []
             for w in live:
                 obs[w], success, stuck = self._result(w)
                 steps[w] += 1
-                if not success and not stuck and steps[w] < max_steps:
-                    continue
+                if success or stuck or steps[w] >= max_steps:
+                    ended.append((w, success))
+            if not ended:
+                continue
+            # Ask every ended worker for its final state and its next start before waiting for any of them.
+            restarted = []
+            for w, _ in ended:
                 self._call(w, "state")
-                done[slot_rollout[w]] = Rollout(slot_rollout[w], success, steps[w], self._result(w))
-                if next_rollout < num_rollouts:
-                    slot_rollout[w], steps[w] = next_rollout, 0
-                    self._call(w, "reset", (task, init_states[next_rollout % len(init_states)], still_steps))
+                if queue:
+                    restarted.append((w, start(w)))
+            following = dict(restarted)
+            for w, success in ended:
+                k, i = slot[w]
+                done[k][i] = Rollout(i, success, steps[w], self._result(w))
+                if w in following:
                     obs[w] = self._result(w)
-                    policy.reset(n, env_ids=[w])
-                    next_rollout += 1
+                    slot[w], steps[w] = following[w], 0
+                    embs[w] = jobs[slot[w][0]].task_emb
                 else:
                     active[w] = False
-        return [done[i] for i in range(num_rollouts)]
+            if restarted:
+                policy.reset(n, env_ids=[w for w, _ in restarted])
+        return [[d[i] for i in range(job.num_rollouts)] for d, job in zip(done, jobs)]
+
+    def _check_job(self, k: int, job) -> RolloutJob:
+        """The job as a RolloutJob of arrays, or a LiberoError saying what is wrong with it."""
+        try:
+            task, init_states, task_emb, num_rollouts = job
+            task, num_rollouts = int(task), int(num_rollouts)
+            init_states, task_emb = np.asarray(init_states), np.asarray(task_emb, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise LiberoError(
+                f"evaluation job {k}: expected (task, init_states, task_emb, num_rollouts), got {job!r}"
+            ) from None
+        if not 0 <= task < self._num_tasks:
+            raise LiberoError(f"evaluation job {k}: task {task} is not one of the {self._num_tasks} tasks")
+        if num_rollouts < 0:
+            raise LiberoError(
+                f"evaluation job {k}: the number of rollouts must be 0 or more, got {num_rollouts}"
+            )
+        if num_rollouts > 0 and (init_states.ndim != 2 or len(init_states) == 0):
+            raise LiberoError(
+                f"evaluation job {k}: init_states must be (M, S) with M >= 1, got shape {init_states.shape}"
+            )
+        if task_emb.ndim != 1:
+            raise LiberoError(f"evaluation job {k}: task_emb must be (D,), got shape {task_emb.shape}")
+        return RolloutJob(task, init_states, task_emb, num_rollouts)
 
     def evaluate(self, policy, task: int, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int,
                  max_steps: int, still_steps: int = 0) -> float:
         """Success rate over `num_rollouts` episodes (arguments as `rollouts`)."""
         return success_rate(self.rollouts(policy, task, init_states, task_emb, num_rollouts, max_steps, still_steps))
+
+    def evaluate_many(self, policy, jobs: list, max_steps: int, still_steps: int = 0) -> list[float]:
+        """Success rate of each job, its rollouts run alongside the others' (arguments as `rollouts_many`)."""
+        return [success_rate(r) for r in self.rollouts_many(policy, jobs, max_steps, still_steps)]
 
     def close(self) -> None:
         """Stop the workers (their environments are closed first)."""

@@ -54,7 +54,10 @@ class EvalConfig:
         init_seed: seed that fixes sampled initial states (the same for every method).
         past_tasks: after each task, evaluate all earlier tasks (for NBT and AUC).
         workers: environment processes stepping rollouts in parallel (1: in the training process; 0: one
-            per CPU core, at most `rollouts`). Training waits while they run.
+            per CPU core), at most the rollouts of one evaluation point (`rollouts` times the tasks
+            evaluated together there: a stage's tasks, or the earlier tasks after a stage). With more than one,
+            the rollouts of all the tasks of a point are in flight at once, the policy batched over them,
+            where the learner's evaluation context allows it. Training waits while they run.
         still_steps: end a rollout as failed once nothing in its scene (arm, fingers, objects, drawers,
             doors) has moved for this many consecutive steps; 0 (the paper's protocol) runs every failing
             rollout to `max_steps`. Longer than the policy's window, such a rollout cannot recover under

@@ -36,6 +36,9 @@ STATE_FILE = "resume.pt"
 STATE_VERSION = 1
 # The "epoch" under which evaluations of earlier tasks after a stage draw their random numbers.
 PAST_TASKS_EPOCH = 1_000_000
+# The last part of the seed of an evaluation point whose tasks are evaluated together, in place of a task
+# number (a trailing 0 would give the stream of task 0).
+ALL_TASKS = 999_999
 
 
 def suite_dir(suite: str) -> Path:
@@ -90,7 +93,7 @@ class _Position:
 
 
 def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | None = None,
-                 envs: list | None = None) -> Path:
+                 envs: list | None = None, timings: dict | None = None) -> Path:
     """Run one lifelong experiment end to end (or continue one) and return its run directory.
 
     Steps: embed instructions, build the policy (optionally from `init_from`), collect missing demos with the
@@ -100,7 +103,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     tasks. After every epoch the whole training state is written atomically to RUN_DIR/resume.pt, so a run
     killed at any moment continues from its last completed epoch; on CPU the result equals an uninterrupted
     run's. The success tensor is saved after every evaluation, resources.json after every stage, and
-    TensorBoard scalars (loss, lr, success per task) go to RUN_DIR/tensorboard.
+    TensorBoard scalars (loss, lr, success per task) go to RUN_DIR/tensorboard. The tasks of one
+    evaluation point are evaluated together when that can be (see `evaluate_tasks`).
 
     Args:
         cfg: an ExperimentConfig-shaped OmegaConf config (see `load_config`).
@@ -109,18 +113,22 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         envs: already built LiberoEnvs of the run's tasks, in learning order and with the run's env settings,
             to share between several runs in one process (building a scene takes seconds); they are left
             open. None builds them and closes them at the end.
+        timings: when given, receives the wall-clock seconds this call spent: "demos" (collecting missing
+            demos and loading all), "eval" (evaluations, the start of evaluation workers included), "train"
+            (the rest of the lifelong loop: epochs, checkpoints, end-of-stage work) and "total" (the whole
+            call, setup included).
     """
     from omegaconf import OmegaConf
 
     from libero_ll.data.dataset import SequenceDataset
     from libero_ll.envs.env import EnvConfig, LiberoEnv
-    from libero_ll.evaluation.rollout import evaluate_task
     from libero_ll.evaluation.success import SuccessTensor
     from libero_ll.experiments.config import learner_options, policy_config
     from libero_ll.learners import TrainConfig, make_learner
     from libero_ll.policies import make_policy
     from libero_ll.policies.language import encode_instructions
 
+    t_call = time.time()
     check_components(cfg, check_init=resume is None)
     torch.set_num_threads(int(cfg.num_threads))
     seed_everything(int(cfg.seed))
@@ -161,7 +169,9 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         run_dir = _open_run_dir(cfg, resume, log)
 
         # 2. demonstrations
+        t_demos = time.time()
         task_data = _load_demos(cfg, tasks, embs, policy, env_cfg, log)
+        demo_seconds = time.time() - t_demos
         if not cfg.init_from:
             # Low-dim inputs are standardised with the first task's statistics only: later tasks are unseen.
             # A pretrained policy keeps the statistics it was trained with.
@@ -178,21 +188,28 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         macs_per_window = forward_macs_per_window(policy, sample.get_batch(np.arange(min(2, len(sample)))))
         num_params = sum(p.numel() for p in policy.parameters())
 
-        eval_workers = resolve_workers(int(cfg.eval.workers), int(cfg.eval.rollouts))
+        # The rollouts of all the tasks of an evaluation point may be in flight at once (evaluate_tasks).
+        point_tasks = max(max(len(st) for st in stages), len(tasks) - 1 if cfg.eval.past_tasks else 1)
+        eval_workers = resolve_workers(int(cfg.eval.workers), int(cfg.eval.rollouts) * point_tasks)
         if eval_workers > 1:
             from libero_ll.evaluation.vector_eval import ParallelEvaluator
 
             evaluator = ParallelEvaluator(tasks, env_cfg, eval_workers)
 
-        def evaluate(j: int, *when: int) -> float:
-            # Own random streams per (stage, epoch, task): evaluation never shifts training's streams.
-            with learner.eval_context(j), isolated_rng(derive_seed(int(cfg.seed), *when, j)), torch.no_grad():
-                policy.eval()
-                args = (init_states[j], embs[j], int(cfg.eval.rollouts), int(cfg.eval.max_steps),
-                        int(cfg.eval.still_steps))
-                if evaluator is not None:
-                    return evaluator.evaluate(policy, j, *args)
-                return evaluate_task(policy, envs[j], *args)
+        eval_seconds = 0.0
+
+        def evaluate(js: list[int], *when: int) -> list[float]:
+            nonlocal eval_seconds
+            t, threads = time.time(), torch.get_num_threads()
+            # One torch thread while rollouts run: the simulator (in this process or in the workers) needs the
+            # other cores, and OpenMP threads left spinning between the policy's small steps would take them.
+            # Training gets all its threads back, spinning between operations as OpenMP does by default.
+            torch.set_num_threads(1)
+            try:
+                return evaluate_tasks(js, when, cfg, policy, learner, init_states, embs, envs, evaluator)
+            finally:
+                torch.set_num_threads(threads)
+                eval_seconds += time.time() - t
 
         # 3. where to start: the beginning, or the last completed epoch of a killed run
         tensor = SuccessTensor.empty(names)
@@ -251,16 +268,15 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             data_s = task_data[stage[0]] if len(stage) == 1 else [task_data[j] for j in stage]
             dataset = SequenceDataset([task_data[j] for j in stage], policy.seq_len, obs_keys)
             phase, first_epoch = (pos.phase, pos.epoch) if s == pos.stage else ("start", 0)
-            t0 = time.time()
+            t0, eval_before = time.time(), eval_seconds
 
             if phase == "start":
                 learner.start_task(s, data_s)
-                scores = []
-                for j in stage:
-                    scores.append(evaluate(j, s, 0))
+                scores = evaluate(stage, s, 0)
+                for j, score in zip(stage, scores):
                     tensor.eval_epochs[j].append(0)
-                    tensor.curves[j].append(scores[-1])
-                    writer.add_scalar(f"{names[j]}/success", scores[-1], global_epoch)
+                    tensor.curves[j].append(score)
+                    writer.add_scalar(f"{names[j]}/success", score, global_epoch)
                 best, best_index, best_state = float(np.mean(scores)), 0, copy.deepcopy(policy.state_dict())
                 tensor.save(run_dir / "success.json")
                 log(f"stage {s + 1}/{len(stages)} {label}: epoch 0 success {_fmt(scores)}")
@@ -278,14 +294,13 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                         writer.add_scalar(f"{names[j]}/lr", lr, global_epoch)
                     line = f"stage {s + 1} epoch {epoch}: loss {loss:.3f}"
                     if epoch % every == 0 or epoch == epochs:
-                        scores = []
                         # With train.ema_decay the averaged weights are evaluated and kept.
                         with learner.averaged_weights():
-                            for j in stage:
-                                scores.append(evaluate(j, s, epoch))
+                            scores = evaluate(stage, s, epoch)
+                            for j, score in zip(stage, scores):
                                 tensor.eval_epochs[j].append(epoch)
-                                tensor.curves[j].append(scores[-1])
-                                writer.add_scalar(f"{names[j]}/success", scores[-1], global_epoch)
+                                tensor.curves[j].append(score)
+                                writer.add_scalar(f"{names[j]}/success", score, global_epoch)
                             if float(np.mean(scores)) > best:
                                 best, best_state = float(np.mean(scores)), copy.deepcopy(policy.state_dict())
                                 best_index = len(tensor.curves[stage[0]]) - 1
@@ -327,10 +342,11 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             else:
                 for j in stage:
                     tensor.matrix[j:, j] = tensor.curves[j][best_index]
-            if cfg.eval.past_tasks:
-                for j in range(stage[0]):
-                    tensor.matrix[row, j] = evaluate(j, s, PAST_TASKS_EPOCH)
-                    log(f"after stage {s + 1}: success on task {j + 1} {tensor.matrix[row, j]:.2f}")
+            if cfg.eval.past_tasks and stage[0] > 0:
+                past = list(range(stage[0]))
+                for j, score in zip(past, evaluate(past, s, PAST_TASKS_EPOCH)):
+                    tensor.matrix[row, j] = score
+                    log(f"after stage {s + 1}: success on task {j + 1} {score:.2f}")
             for j in range(len(tasks)):
                 if not np.isnan(tensor.matrix[row, j]):
                     writer.add_scalar(f"{names[j]}/success_after_task", tensor.matrix[row, j], global_epoch)
@@ -348,10 +364,17 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                 ))
             write_resources(run_dir / "resources.json", resources)
             save_state(s + 1, "start", 0)
+            log(f"stage {s + 1}/{len(stages)} {label} done in {time.time() - t0:.0f}s "
+                f"(evaluation {eval_seconds - eval_before:.0f}s)")
 
         final = {"policy": policy.state_dict(), "policy_name": str(cfg.policy.name), "config": OmegaConf.to_container(cfg)}
         atomic_torch_save(final, run_dir / FINAL_POLICY)
-        log(f"done: {len(tasks)} tasks, {global_epoch} epochs in {time.time() - t_run:.0f}s; results in {run_dir}")
+        loop_seconds = time.time() - t_run
+        log(f"done: {len(tasks)} tasks, {global_epoch} epochs in {loop_seconds:.0f}s "
+            f"(evaluation {eval_seconds:.0f}s); results in {run_dir}")
+        if timings is not None:
+            timings.update(demos=demo_seconds, eval=eval_seconds, train=loop_seconds - eval_seconds,
+                           total=time.time() - t_call)
     finally:
         if writer is not None:
             writer.close()
@@ -361,6 +384,53 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             for e in envs:
                 e.close()
     return run_dir
+
+
+def evaluate_tasks(tasks: list[int], when: tuple[int, ...], cfg, policy, learner, init_states: list,
+                   embs: np.ndarray, envs: list, evaluator=None) -> list[float]:
+    """Success rate of each of `tasks` at one evaluation point, in the order of `tasks`.
+
+    With a ParallelEvaluator, several tasks and a learner whose `eval_context` is the same for all of
+    them (`shares_eval_context`), the rollouts of all the tasks are in flight together (the workers take
+    them from one queue, the policy acts on a batch that mixes tasks) under one random stream derived from
+    the evaluation point. Otherwise each task is evaluated on its own, in its learner context and under a
+    stream derived from the point and the task. Either way evaluation never shifts training's streams, and
+    the same point gives the same results in every run (a resumed one too). A policy that samples its
+    actions draws them in another order when tasks share a batch, so its results differ from task-by-task
+    ones (not in expectation); a deterministic policy's are identical.
+
+    Args:
+        tasks: task indices (positions in the run's task list).
+        when: the evaluation point, (stage, epoch); PAST_TASKS_EPOCH for earlier tasks after a stage.
+        cfg: the run's config (seed, eval.rollouts, eval.max_steps, eval.still_steps).
+        policy: the BasePolicy, evaluated in eval mode without gradients.
+        learner: the Learner (its eval contexts).
+        init_states: each task's (M, S) fixed initial states.
+        embs: (T, D) task embeddings.
+        envs: each task's LiberoEnv, used when there is no evaluator.
+        evaluator: a ParallelEvaluator over the run's tasks, or None to roll out in `envs` in this process.
+    """
+    from libero_ll.evaluation.rollout import evaluate_task
+
+    rollouts, max_steps, still = int(cfg.eval.rollouts), int(cfg.eval.max_steps), int(cfg.eval.still_steps)
+    seed = int(cfg.seed)
+    if evaluator is not None and len(tasks) > 1 and learner.shares_eval_context(list(tasks)):
+        jobs = [(j, init_states[j], embs[j], rollouts) for j in tasks]
+        stream = derive_seed(seed, *when, ALL_TASKS)
+        with learner.eval_context(tasks[0]), isolated_rng(stream), torch.no_grad():
+            policy.eval()
+            return evaluator.evaluate_many(policy, jobs, max_steps, still)
+    scores = []
+    for j in tasks:
+        # Own random streams per (stage, epoch, task).
+        with learner.eval_context(j), isolated_rng(derive_seed(seed, *when, j)), torch.no_grad():
+            policy.eval()
+            args = (init_states[j], embs[j], rollouts, max_steps, still)
+            if evaluator is not None:
+                scores.append(evaluator.evaluate(policy, j, *args))
+            else:
+                scores.append(evaluate_task(policy, envs[j], *args))
+    return scores
 
 
 def _fmt(scores: list[float]) -> str:

@@ -3,7 +3,8 @@
 `start_task(k, data)` before stage k, `observe(batch)` for each batch (one optimisation step),
 `end_task(k, data)` after stage k's best checkpoint has been restored, then `post_task_epochs()` more
 epochs of the same loop (PackNet's fine-tune after pruning), and `eval_context(j)` around every
-evaluation of task j. Sequential learners have one stage per task (stage k is task k); a learner may
+evaluation of task j (several tasks for which `shares_eval_context` holds may be evaluated together
+under one of them). Sequential learners have one stage per task (stage k is task k); a learner may
 group tasks into other stages (`stages`, e.g. MTL's single stage of all tasks).
 
 Everything a learner needs to continue after a crash is in `state_dict()` / `load_state_dict()`.
@@ -128,6 +129,11 @@ class Learner:
     def eval_context(self, j: int):
         """Context manager in which the policy acts as the learner's policy for task j (a no-op here)."""
         return contextlib.nullcontext()
+
+    def shares_eval_context(self, tasks: list[int]) -> bool:
+        """Whether `eval_context` makes the same policy for all of `tasks`, so that their rollouts may be
+        batched together under one context; True here (the context does not depend on the task)."""
+        return True
 
     def memory_bytes(self) -> int:
         """Bytes the learner keeps besides the policy (replay data, Fisher values, masks); 0 here."""

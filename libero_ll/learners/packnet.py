@@ -100,6 +100,10 @@ class PackNet(Learner):
             return contextlib.nullcontext()
         return self._masked(j)
 
+    def shares_eval_context(self, tasks: list[int]) -> bool:
+        """Only tasks not yet pruned share a network (the current weights); each pruned task has its own."""
+        return all(j >= self.num_packed for j in tasks)
+
     @contextlib.contextmanager
     def _masked(self, j: int):
         params = dict(self.policy.named_parameters())

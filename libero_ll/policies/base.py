@@ -9,6 +9,7 @@ once; a rollout keeps the last ``seq_len`` steps' tokens per env, so each new fr
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Mapping
 
 import numpy as np
@@ -17,7 +18,7 @@ from torch import nn
 
 from libero_ll.errors import LiberoError
 from libero_ll.policies.augment import WindowAugment
-from libero_ll.policies.gmm import GMMHead, gmm_mode
+from libero_ll.policies.gmm import GMMHead, gmm_log_prob, gmm_mode
 
 
 def coerce_config(config_class: type, cfg: Any) -> Any:
@@ -86,6 +87,7 @@ class BasePolicy(nn.Module):
             raise LiberoError("a policy needs at least one image or low-dim key")
         self.seq_len = int(self.cfg.seq_len)
         self.action_dim = int(self.shape_meta["action_dim"])
+        self.action_chunk = int(self.cfg.action_chunk)
         self.augment = WindowAugment(
             self.cfg.shift_pad if self.cfg.augment_shift else 0,
             tuple(self.cfg.jitter) if self.cfg.augment_jitter else (0.0, 0.0, 0.0),
@@ -99,6 +101,9 @@ class BasePolicy(nn.Module):
             self.register_buffer(f"lowdim_std_{key}", torch.ones(size))
         self._tokens: torch.Tensor | None = None  # (N, L, M, E) tokens of the last L ≤ seq_len steps
         self._lengths: torch.Tensor | None = None  # (N,) valid steps per env, the newest at the end
+        # Temporal ensembling of action chunks: per env, the sum and number of the predictions made so far
+        # for the current step (index 0) and the next action_chunk - 1.
+        self._pending: tuple[torch.Tensor, torch.Tensor] | None = None  # (N, C, A), (N, C)
 
     # ---- what an architecture provides -------------------------------------------------------------
 
@@ -114,6 +119,11 @@ class BasePolicy(nn.Module):
     def temporal(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Causal features (B, T, F) from tokens (B, T, M, E); mask (B, T) is False on padded steps."""
         raise NotImplementedError
+
+    def make_head(self, input_size: int) -> GMMHead:
+        """The GMM head over this step's action and the next ``action_chunk - 1`` (the config's head keys)."""
+        c = self.cfg
+        return GMMHead(input_size, self.action_dim * self.action_chunk, c.gmm_modes, c.gmm_hidden, c.min_std)
 
     # ---- shared machinery --------------------------------------------------------------------------
 
@@ -158,13 +168,21 @@ class BasePolicy(nn.Module):
         return self.temporal(self.encode_steps(obs, task_emb), mask)
 
     def _task_emb(self, task_emb: Any) -> torch.Tensor:
+        """Task embeddings as the policy reads them: scaled by sqrt(D).
+
+        Sentence encoders return unit vectors, whose D components are about 1/sqrt(D) each (0.05 for a
+        384-d one); a linear layer initialised for inputs of unit size then passes on features ten times
+        smaller than a one-hot id's, and the cpu preset's policy learnt nothing where with a one-hot id it
+        learnt (docs/policies.md). Scaled by sqrt(D), a unit vector's components have a root mean square of 1,
+        whatever the encoder; a one-hot task id is scaled the same way.
+        """
         emb = torch.as_tensor(task_emb).to(self.device, torch.float32)
         if emb.shape[-1] != self.shape_meta["task_emb_dim"]:
             raise LiberoError(
                 f"task embeddings have {emb.shape[-1]} dims; "
                 f"the policy was built for {self.shape_meta['task_emb_dim']}"
             )
-        return emb
+        return emb * math.sqrt(emb.shape[-1])
 
     def _batch_mask(self, batch: Mapping[str, Any]) -> torch.Tensor:
         if batch.get("mask") is None:
@@ -184,10 +202,24 @@ class BasePolicy(nn.Module):
         """
         mask = self._batch_mask(batch)
         actions = torch.as_tensor(batch["actions"]).to(self.device, torch.float32)
-        nll = -self.head(self.features(batch)).log_prob(actions)
-        # where(), not a product: a padded position's NLL may be inf and inf * 0 is NaN.
-        nll = torch.where(mask, nll, torch.zeros((), device=nll.device))
-        return nll.sum() / mask.sum().clamp(min=1)
+        if self.action_chunk == 1:
+            nll = -self.head(self.features(batch)).log_prob(actions)
+            # where(), not a product: a padded position's NLL may be inf and inf * 0 is NaN.
+            nll = torch.where(mask, nll, torch.zeros((), device=nll.device))
+            return nll.sum() / mask.sum().clamp(min=1)
+        # Step t predicts the actions of steps t .. t+C-1; those past the window or the demo's end are
+        # left out of the likelihood, so the loss is in nats per predicted action.
+        b, t, a = actions.shape
+        c = self.action_chunk
+        targets = torch.cat([actions, actions.new_zeros(b, c - 1, a)], dim=1).unfold(1, c, 1)  # (B, T, A, C)
+        targets = targets.transpose(2, 3).reshape(b, t, c * a)
+        known = torch.cat([mask, mask.new_zeros(b, c - 1)], dim=1).unfold(1, c, 1)  # (B, T, C)
+        known = known & mask[:, :, None]
+        valid = known[..., None].expand(b, t, c, a).reshape(b, t, c * a)
+        logits, means, stds = self.head.params(self.features(batch))
+        log_p = gmm_log_prob(logits, means, stds, targets, valid)
+        nll = torch.where(mask, -log_p, torch.zeros((), device=log_p.device))
+        return nll.sum() / known.sum().clamp(min=1)
 
     def reset(self, num_envs: int, env_ids: Any = None) -> None:
         """Forget the rollout history.
@@ -199,12 +231,16 @@ class BasePolicy(nn.Module):
         if env_ids is None or self._lengths is None:
             self._tokens = None
             self._lengths = torch.zeros(num_envs, dtype=torch.long)
+            self._pending = None
             return
         if len(self._lengths) != num_envs:
             raise LiberoError(
                 f"reset of some envs with num_envs={num_envs}, but the history has {len(self._lengths)}"
             )
         self._lengths[torch.as_tensor(env_ids, dtype=torch.long)] = 0
+        if self._pending is not None:
+            for pending in self._pending:
+                pending[torch.as_tensor(env_ids, dtype=torch.long)] = 0
 
     def rollout_features(self, new: torch.Tensor) -> torch.Tensor:
         """Features (N, F) of the newest rollout step, given its tokens (N, 1, M, E); updates the history.
@@ -232,7 +268,8 @@ class BasePolicy(nn.Module):
 
         Returns:
             (N, A) float32 actions in [-1, 1]: sampled from the GMM, or the mean of its most likely
-            component when ``cfg.deterministic_eval``.
+            component when ``cfg.deterministic_eval``. With ``action_chunk`` > 1, the mean of every
+            prediction made for this step since the env's last reset.
         """
         keys = self.image_keys + self.lowdim_keys
         missing = [k for k in keys if k not in obs]
@@ -253,6 +290,24 @@ class BasePolicy(nn.Module):
             feats = self.rollout_features(self.encode_steps(self.preprocess(step), emb))
             dist = self.head(feats)
             action = gmm_mode(dist) if self.cfg.deterministic_eval else dist.sample()
+            if self.action_chunk > 1:
+                action = self._ensemble(action.view(n, self.action_chunk, self.action_dim))
         finally:
             self.train(was_training)
         return action.clamp(-1.0, 1.0).float().cpu().numpy()
+
+    def _ensemble(self, chunk: torch.Tensor) -> torch.Tensor:
+        """Add a new chunk (N, C, A) of predictions to the pending ones; the mean for the current step, (N, A)."""
+        n, c, a = chunk.shape
+        if self._pending is None:
+            self._pending = (chunk.new_zeros(n, c, a), chunk.new_zeros(n, c))
+        total, count = self._pending
+        total += chunk
+        count += 1
+        action = total[:, 0] / count[:, 0:1]
+        # Move on one step: what was predicted for the next step becomes the current one.
+        self._pending = (
+            torch.cat([total[:, 1:], total.new_zeros(n, 1, a)], dim=1),
+            torch.cat([count[:, 1:], count.new_zeros(n, 1)], dim=1),
+        )
+        return action

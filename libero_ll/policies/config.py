@@ -45,13 +45,17 @@ class PolicyConfig:
     jitter: list[float] = field(default_factory=lambda: [0.3, 0.3, 0.3])
     # At run time take the mean of the most likely component instead of sampling.
     deterministic_eval: bool = False
+    # Actions predicted at each step: this step's and the next action_chunk - 1 (1: the paper's). Every
+    # predicted action is trained against the demo's; at run time each step executes the mean of the
+    # predictions made for it at this and the earlier action_chunk - 1 steps (temporal ensembling).
+    action_chunk: int = 1
 
     def __post_init__(self) -> None:
         self.image_keys = [str(k) for k in self.image_keys]
         self.lowdim_keys = [str(k) for k in self.lowdim_keys]
         self.gmm_hidden = [int(h) for h in self.gmm_hidden]
         self.jitter = [float(j) for j in self.jitter]
-        self.require_positive("seq_len gmm_modes")
+        self.require_positive("seq_len gmm_modes action_chunk")
         if any(h < 1 for h in self.gmm_hidden):
             raise self.error(f"gmm_hidden widths must be at least 1, got {self.gmm_hidden}")
         if self.min_std <= 0:
@@ -100,10 +104,14 @@ class ResNetEncoderConfig(PolicyConfig):
     encoder_pool: str = "spatial_softmax"
     # Keypoint maps of the spatial softmax.
     num_keypoints: int = 32
+    # First layer of the encoder: "conv" (5×5 stride-2 convolution, 3×3 stride-2 max pool) or "patch"
+    # (a 4×4 stride-4 convolution; the same quarter resolution, cheaper on a CPU).
+    encoder_stem: str = "conv"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.require_positive("encoder_width encoder_blocks num_keypoints")
+        self.require_choice("encoder_stem", ("conv", "patch"))
         self.require_choice("encoder_norm", ("batch", "group", "none"))
         self.require_choice("encoder_pool", ("avg", "spatial_softmax"))
 

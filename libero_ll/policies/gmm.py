@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import torch
@@ -24,6 +25,30 @@ def gmm_distribution(logits: torch.Tensor, means: torch.Tensor, stds: torch.Tens
     # Argument validation walks every tensor on each call; the head guarantees valid values.
     components = Independent(Normal(means, stds, validate_args=False), 1, validate_args=False)
     return MixtureSameFamily(Categorical(logits=logits, validate_args=False), components, validate_args=False)
+
+
+def gmm_log_prob(
+    logits: torch.Tensor, means: torch.Tensor, stds: torch.Tensor, x: torch.Tensor, valid: torch.Tensor
+) -> torch.Tensor:
+    """Log-density of ``x`` under a mixture of diagonal Gaussians, counting only the dimensions marked valid.
+
+    Leaving a dimension out of every component's product of per-dimension densities is the marginal over it,
+    so a target with missing entries (an action chunk running past its demo's end) still has a proper
+    likelihood. With every dimension valid this equals ``gmm_distribution(...).log_prob(x)``.
+
+    Args:
+        logits: (..., K) unnormalised log-weights.
+        means, stds: (..., K, A) component parameters.
+        x: (..., A) targets.
+        valid: (..., A) bool, False on dimensions to leave out.
+
+    Returns:
+        (...) log-densities.
+    """
+    z = (x[..., None, :] - means) / stds
+    per_dim = -0.5 * z * z - torch.log(stds) - 0.5 * math.log(2.0 * math.pi)
+    per_dim = torch.where(valid[..., None, :], per_dim, torch.zeros((), device=per_dim.device))
+    return torch.logsumexp(torch.log_softmax(logits, dim=-1) + per_dim.sum(dim=-1), dim=-1)
 
 
 def gmm_mode(dist: MixtureSameFamily) -> torch.Tensor:

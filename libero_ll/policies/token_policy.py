@@ -16,7 +16,6 @@ import torch
 from torch import nn
 
 from libero_ll.policies.base import BasePolicy
-from libero_ll.policies.gmm import GMMHead
 from libero_ll.policies.temporal import TemporalTransformer
 
 
@@ -60,7 +59,7 @@ class TokenTransformerPolicy(BasePolicy):
             max_len=c.seq_len,
             position_encoding=c.position_encoding,
         )
-        self.head = GMMHead(e, self.action_dim, c.gmm_modes, c.gmm_hidden, c.min_std)
+        self.head = self.make_head(e)
 
     def make_encoder(self, key: str) -> nn.Module:
         """The image encoder of one camera: (N, C, H, W) frames and (N, P) language → (N, embed_size)."""

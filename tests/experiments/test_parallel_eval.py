@@ -1,15 +1,18 @@
-"""Evaluation with several environment worker processes gives the rollouts of the one-process evaluator."""
+"""Evaluation with several environment worker processes gives the rollouts of the one-process evaluator, one
+task at a time or with the rollouts of several tasks in flight at once."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from libero_ll.envs.env import EnvConfig
+from libero_ll.errors import LiberoError
 from libero_ll.evaluation.rollout import run_rollouts
-from libero_ll.evaluation.vector_eval import ParallelEvaluator
+from libero_ll.evaluation.vector_eval import ParallelEvaluator, RolloutJob
 from libero_ll.experiments.lifelong import run_lifelong, suite_tasks
 
 
@@ -33,27 +36,89 @@ class ReachPolicy:
         return np.concatenate([move, np.zeros((len(move), 3)), grip], axis=1).astype(np.float32)
 
 
-def test_two_workers_step_the_same_rollouts_as_one_process(make_smoke_config, smoke_envs, tmp_path):
-    cfg = make_smoke_config(tmp_path, tmp_path)
+class TargetPolicy(ReachPolicy):
+    """Moves each env's hand towards the point its task embedding names (emb[:3]) for emb[3] steps, then keeps
+    it still; records the embeddings it is given."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def act(self, obs, task_emb):
+        self.steps += 1
+        emb = np.broadcast_to(np.asarray(task_emb), (len(self.steps), 4))
+        self.seen.append(emb.copy())
+        move = np.clip(8.0 * (emb[:, :3] - obs["ee_states"][:, :3]), -1, 1)
+        move[self.steps > emb[:, 3]] = 0.0
+        grip = -np.ones((len(move), 1))
+        return np.concatenate([move, np.zeros((len(move), 3)), grip], axis=1).astype(np.float32)
+
+
+def _same(a, b) -> None:
+    assert [(r.index, r.success, r.steps) for r in a] == [(r.index, r.success, r.steps) for r in b]
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.final_state, y.final_state)
+
+
+@pytest.fixture(scope="module")
+def pool(make_smoke_config, tmp_path_factory):
+    """Two workers over the smoke preset's two tasks, shared by this module's tests."""
+    cfg = make_smoke_config(tmp_path_factory.mktemp("pool"), Path("unused"))
     tasks = suite_tasks(cfg.suite, list(cfg.tasks))
     env_cfg = EnvConfig(image_size=int(cfg.env.image_size), robot_mesh=str(cfg.env.robot_mesh), max_steps=50)
+    with ParallelEvaluator(tasks, env_cfg, workers=2) as p:
+        yield p
+
+
+def test_two_workers_step_the_same_rollouts_as_one_process(pool, smoke_envs):
     env = smoke_envs[1]
     init_states = env.sample_init_states(2, seed=3)
     emb = np.zeros(4, dtype=np.float32)
-    with ParallelEvaluator(tasks, env_cfg, workers=2) as pool:
-        # 3 rollouts on 2 workers: one worker starts a second rollout (from init state 0 again) mid-way.
-        for max_steps in (6, 9):
-            serial = run_rollouts(ReachPolicy(), env, init_states, emb, 3, max_steps)
-            parallel = pool.rollouts(ReachPolicy(), 1, init_states, emb, 3, max_steps)
-            assert [(r.index, r.success, r.steps) for r in parallel] == [(r.index, r.success, r.steps) for r in serial]
-            for a, b in zip(serial, parallel):
-                np.testing.assert_array_equal(a.final_state, b.final_state)
-        assert not np.array_equal(serial[0].final_state, serial[1].final_state)  # different starts, different ends
-        # A rollout in which nothing moves is given up at the same step by both.
-        serial = run_rollouts(StillPolicy(), env, init_states, emb, 3, 40, still_steps=8)
-        parallel = pool.rollouts(StillPolicy(), 1, init_states, emb, 3, 40, still_steps=8)
-        assert [r.steps for r in parallel] == [r.steps for r in serial]
-        assert max(r.steps for r in serial) < 40
+    # 3 rollouts on 2 workers: one worker starts a second rollout (from init state 0 again) mid-way.
+    for max_steps in (6, 9):
+        serial = run_rollouts(ReachPolicy(), env, init_states, emb, 3, max_steps)
+        parallel = pool.rollouts(ReachPolicy(), 1, init_states, emb, 3, max_steps)
+        _same(parallel, serial)
+    assert not np.array_equal(serial[0].final_state, serial[1].final_state)  # different starts, different ends
+    # A rollout in which nothing moves is given up at the same step by both.
+    serial = run_rollouts(StillPolicy(), env, init_states, emb, 3, 40, still_steps=8)
+    parallel = pool.rollouts(StillPolicy(), 1, init_states, emb, 3, 40, still_steps=8)
+    assert [r.steps for r in parallel] == [r.steps for r in serial]
+    assert max(r.steps for r in serial) < 40
+
+
+def test_rollouts_of_two_tasks_at_once_equal_each_task_alone(pool, smoke_envs):
+    states = [env.sample_init_states(2, seed=5) for env in smoke_envs]
+    # Each task's embedding sends the hand elsewhere and stops it after another number of steps, so that
+    # rollouts end (still) at different steps and the workers take the next rollout at different times.
+    embs = [np.array([0.0, 0.15, 1.05, 2.0], np.float32), np.array([-0.1, -0.1, 1.15, 6.0], np.float32)]
+    jobs = [RolloutJob(0, states[0], embs[0], 3), (1, states[1], embs[1], 2), (1, states[1], embs[1], 0)]
+    policy = TargetPolicy()
+    together = pool.rollouts_many(policy, jobs, max_steps=16, still_steps=3)
+    assert [len(r) for r in together] == [3, 2, 0]
+    for k in (0, 1):
+        _same(together[k], run_rollouts(TargetPolicy(), smoke_envs[k], states[k], embs[k], jobs[k][3], 16, 3))
+    # The policy saw one embedding per worker, the tasks' mixed in one batch at some step.
+    assert all(e.shape == (2, 4) for e in policy.seen)
+    assert any({tuple(row) for row in e} == {tuple(embs[0]), tuple(embs[1])} for e in policy.seen)
+    # The embedding matters: task 1's first rollout under task 0's embedding ends elsewhere.
+    other = run_rollouts(TargetPolicy(), smoke_envs[1], states[1], embs[0], 1, 16, 3)
+    assert not np.array_equal(other[0].final_state, together[1][0].final_state)
+
+
+def test_bad_rollout_jobs_are_clear_errors(pool):
+    states, emb = np.zeros((1, 8)), np.zeros(4, np.float32)
+    bad = [
+        ([(5, states, emb, 1)], "task 5"),
+        ([(0, states, emb, -1)], "0 or more"),
+        ([(0, states)], "expected"),
+        ([("first", states, emb, 1)], "expected"),
+        ([(0, np.zeros((0, 8)), emb, 1)], "init_states"),
+        ([(0, states, emb, 1), (1, states, np.zeros(3), 1)], "embeddings differ"),
+    ]
+    for jobs, message in bad:
+        with pytest.raises(LiberoError, match=message):
+            pool.rollouts_many(ReachPolicy(), jobs, max_steps=4)
 
 
 class StillPolicy(ReachPolicy):
@@ -66,9 +131,10 @@ class StillPolicy(ReachPolicy):
 
 
 @pytest.mark.slow
-def test_run_with_two_eval_workers_matches_one(make_smoke_config, smoke_data, smoke_envs, tmp_path):
+@pytest.mark.parametrize("learner", ["er", "mtl"])  # MTL evaluates both tasks of its stage together
+def test_run_with_two_eval_workers_matches_one(learner, make_smoke_config, smoke_data, smoke_envs, tmp_path):
     overrides = ["train.epochs=1", "eval.max_steps=4", "eval.init_states=2", "eval.rollouts=2",
-                 "language_encoder=task_id", "policy.cfg.deterministic_eval=true"]
+                 "language_encoder=task_id", "policy.cfg.deterministic_eval=true", f"learner.name={learner}"]
     results = []
     for workers in (1, 2):
         cfg = make_smoke_config(tmp_path / str(workers), smoke_data, *overrides, f"eval.workers={workers}")

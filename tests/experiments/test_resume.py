@@ -39,17 +39,20 @@ def _same_weights(a: Path, b: Path) -> bool:
 
 
 @pytest.mark.parametrize(
-    "learner, crash_at",
+    "learner, crash_at, workers",
     [
-        ("er", "stage 2 epoch 1"),  # mid-task, with a replay memory and its random draws
-        ("ewc", "stage 2/2"),  # after the epoch-0 evaluation of a task, before its first save
-        ("packnet", "stage 1 fine-tune epoch 1"),  # inside the post-prune fine-tune
-        ("mtl", "stage 1 epoch 2"),  # the single stage of all tasks, at its last epoch
+        ("er", "stage 2 epoch 1", 1),  # mid-task, with a replay memory and its random draws
+        ("ewc", "stage 2/2", 1),  # after the epoch-0 evaluation of a task, before its first save
+        ("packnet", "stage 1 fine-tune epoch 1", 1),  # inside the post-prune fine-tune
+        ("mtl", "stage 1 epoch 2", 1),  # the single stage of all tasks, at its last epoch
+        # The same, its tasks' rollouts in flight together in two workers (three worker pools start: slow).
+        pytest.param("mtl", "stage 1 epoch 2", 2, marks=pytest.mark.slow),
     ],
 )
-def test_crash_and_resume_matches_uninterrupted(learner, crash_at, tmp_path, smoke_data, smoke_envs,
+def test_crash_and_resume_matches_uninterrupted(learner, crash_at, workers, tmp_path, smoke_data, smoke_envs,
                                                 make_smoke_config):
-    overrides = [*FAST, f"learner.name={learner}", "learner.by_name.packnet.finetune_epochs=2"]
+    overrides = [*FAST, f"learner.name={learner}", "learner.by_name.packnet.finetune_epochs=2",
+                 f"eval.workers={workers}", f"eval.rollouts={workers}"]
     whole = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *overrides), log=lambda s: None, envs=smoke_envs)
 
     cfg = make_smoke_config(tmp_path / "b", smoke_data, *overrides)

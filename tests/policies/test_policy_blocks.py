@@ -18,6 +18,18 @@ def test_encoder_output_shape(size, norm, pool):
     assert out.shape == (4, 12) and torch.isfinite(out).all()
 
 
+def test_patch_stem_gives_the_conv_stems_resolution():
+    images = torch.rand(2, 3, 64, 64).contiguous(memory_format=torch.channels_last)
+    maps = {}
+    for stem in ("conv", "patch"):
+        enc = ResNetFiLMEncoder(cond_size=5, embed_size=12, width=8, num_blocks=1, num_keypoints=4, stem=stem)
+        maps[stem] = enc.stem(images).shape
+        assert enc(images, torch.randn(2, 5)).shape == (2, 12)
+    assert maps["conv"] == maps["patch"] == (2, 8, 16, 16)
+    with pytest.raises(LiberoError, match="stem"):
+        ResNetFiLMEncoder(cond_size=5, stem="pixel")
+
+
 def test_film_starts_as_identity_and_conditions_after_training_starts():
     film = FiLM(3, 6)
     x = torch.randn(2, 6, 4, 4)

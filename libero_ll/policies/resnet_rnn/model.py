@@ -9,7 +9,6 @@ from torch import nn
 
 from libero_ll.policies.base import BasePolicy
 from libero_ll.policies.encoders import ResNetFiLMEncoder
-from libero_ll.policies.gmm import GMMHead
 from libero_ll.policies.registry import register_policy
 from libero_ll.policies.resnet_rnn.config import ResNetRNNConfig
 
@@ -66,6 +65,7 @@ class ResNetRNNPolicy(BasePolicy):
                     norm=c.encoder_norm,
                     pool=c.encoder_pool,
                     num_keypoints=c.num_keypoints,
+                    stem=c.encoder_stem,
                     in_channels=int(self.shape_meta["image_shape"][-1]),
                 )
                 for key in self.image_keys
@@ -80,7 +80,7 @@ class ResNetRNNPolicy(BasePolicy):
             batch_first=True,
             dropout=c.rnn_dropout if c.rnn_layers > 1 else 0.0,
         )
-        self.head = GMMHead(c.rnn_hidden_size, self.action_dim, c.gmm_modes, c.gmm_hidden, c.min_std)
+        self.head = self.make_head(c.rnn_hidden_size)
         self._state: tuple[torch.Tensor, torch.Tensor] | None = None  # (h, c), each (layers, N, hidden)
 
     def encode_steps(self, obs: dict[str, torch.Tensor], task_emb: torch.Tensor) -> torch.Tensor:

@@ -31,5 +31,6 @@ class ResNetTPolicy(TokenTransformerPolicy):
             norm=c.encoder_norm,
             pool=c.encoder_pool,
             num_keypoints=c.num_keypoints,
+            stem=c.encoder_stem,
             in_channels=int(self.shape_meta["image_shape"][-1]),
         )
