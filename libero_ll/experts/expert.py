@@ -15,7 +15,7 @@ from libero_ll.assets.categories import get_model
 from libero_ll.bddl.spec import Predicate
 from libero_ll.errors import LiberoError
 from libero_ll.envs.placement import joint_target, owner_of
-from libero_ll.experts.articulation import articulation_waypoints
+from libero_ll.experts.articulation import HAND_BOTTOM_ABOVE_GRIP, articulation_waypoints
 from libero_ll.experts.push import push_waypoints
 from libero_ll.experts.shelf import (
     CENTRED,
@@ -43,8 +43,9 @@ from libero_ll.experts.skills import (
 )
 
 # Changes whenever the demos it writes change (its own logic, or the scenes it acts in: 0.9 came with
-# the objects' lifted walls and multi-point convex contacts).
-EXPERT_VERSION = "scripted-expert 0.9"
+# the objects' lifted walls and multi-point convex contacts; 0.10 keeps a round wall's grasp hint
+# whenever it is clear enough).
+EXPERT_VERSION = "scripted-expert 0.10"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -282,7 +283,10 @@ class ScriptedExpert:
         c, s = math.cos(yaw), math.sin(yaw)
         bottom = pos[2] - model.half_size[2]
         grasp_z = bottom + model.grasp.height
+        # What the fingers could meet (tops reaching their height) and, further out along the closing
+        # direction, what the hand's housing could meet (tops reaching its bottom).
         obstacles = self._obstacles(step.obj, grasp_z)
+        under_hand = [o for o in obstacles if o[4] >= grasp_z + HAND_BOTTOM_ABOVE_GRIP]
         best = None
         base = np.asarray(env.arena.robot_base[:2])
         layer = find_layer(env, step.goal.args[1])
@@ -293,8 +297,15 @@ class ScriptedExpert:
             if k > 0 and np.linalg.norm(point - base) > np.linalg.norm(pos[:2] - base) + 0.01:
                 continue  # the far side of a wall is the edge of the Panda's reach
             # The hand is 20 cm wide along the closing direction: look a little beyond the pinch too.
-            clear = min(clearance(point, obstacles), clearance(point + radial * 0.05 * np.sign(radial @ off), obstacles))
+            outer = point + radial * 0.05 * np.sign(radial @ off)
+            clear = min(clearance(point, obstacles, rounded=True), clearance(outer, under_hand, rounded=True))
             score = min(clear, GRASP_CLEARANCE)
+            if k == 0 and layer is None and clear >= HINT_CLEARANCE:
+                # The hint wins whenever it is clear enough: a choice by the most clearance flips
+                # between two sides of a round wall as an object moves by a centimetre, and demos
+                # that grasp a bowl on either side for the same look of the scene cannot be learnt.
+                best = (score, off, across, 0.0)
+                break
             # Going into a layer the object is turned so that the hand is behind it (see
             # `_into_layer`): of equally clear pinches, the one already facing out of the layer
             # needs the least turn (a half turn winds the Panda's wrist from one stop to the other).
@@ -622,6 +633,9 @@ ROUND_RIMS = {
 }
 # Beyond this clearance (metres) from other things, a pinch point is as good as any.
 GRASP_CLEARANCE = 0.05
+# The object's own grasp hint is taken whenever it has this much clearance (metres): room for the outer
+# finger and its pad beside the wall.
+HINT_CLEARANCE = 0.02
 
 
 def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], float]]:
@@ -646,12 +660,18 @@ def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], floa
     return out
 
 
-def clearance(point: np.ndarray, obstacles: list) -> float:
-    """Horizontal distance (metres) from a point to the nearest footprint rectangle; 1 when there is none."""
+def clearance(point: np.ndarray, obstacles: list, rounded: bool = False) -> float:
+    """Horizontal distance (metres) from a point to the nearest footprint rectangle; 1 when there is none.
+
+    With `rounded`, a footprint marked round (see `skills.footprints`) is its inscribed circle.
+    """
     best = 1.0
-    for centre, yaw, hx, hy, *_ in obstacles:
-        c, s = math.cos(yaw), math.sin(yaw)
+    for centre, yaw, hx, hy, *rest in obstacles:
         d = point - centre
+        if rounded and len(rest) > 1 and rest[1]:
+            best = min(best, max(float(np.hypot(*d)) - hx, 0.0))
+            continue
+        c, s = math.cos(yaw), math.sin(yaw)
         local = np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1]])
         gap = np.maximum(np.abs(local) - [hx, hy], 0.0)
         best = min(best, float(np.hypot(*gap)))

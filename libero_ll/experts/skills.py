@@ -85,11 +85,22 @@ def hand_and_wrist(env) -> tuple[np.ndarray, float]:
     return p["ee_rot"], float(p["joint_states"][-1])
 
 
+def is_round(model) -> bool:
+    """Whether an object is round seen from above: a square footprint around an upright cylinder at its centre (plates, bowls, cans)."""
+    if abs(model.half_size[0] - model.half_size[1]) > 1e-6:
+        return False
+    return any(
+        g.type == "cylinder" and g.collide and g.axis == "z" and abs(g.pos[0]) < 1e-6 and abs(g.pos[1]) < 1e-6
+        for g in model.geoms
+    )
+
+
 def footprints(env, skip, above: float) -> dict:
-    """Instance → footprint (centre xy, yaw, half x, half y, top z) of the instances but `skip` whose tops reach `above`.
+    """Instance → footprint (centre xy, yaw, half x, half y, top z, round) of the instances but `skip` whose tops reach `above`.
 
     The workspace (table or floor) is left out. Footprints are the instances' bounding boxes seen
-    from above, as the skills keep the hand and what it carries clear of them.
+    from above, as the skills keep the hand and what it carries clear of them; `round` (see
+    `is_round`) says that the box's inscribed circle is the object's outline.
     """
     g = env.geometry
     skip = {skip} if isinstance(skip, str) else skip
@@ -103,7 +114,7 @@ def footprints(env, skip, above: float) -> dict:
         if model.kind == "workspace" or top < above:
             continue
         r = g.rot(inst)
-        out[inst] = (p[:2], math.atan2(r[1, 0], r[0, 0]), model.half_size[0], model.half_size[1], top)
+        out[inst] = (p[:2], math.atan2(r[1, 0], r[0, 0]), model.half_size[0], model.half_size[1], top, is_round(model))
     return out
 
 
