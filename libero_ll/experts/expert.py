@@ -513,7 +513,7 @@ class ScriptedExpert:
                 continue
             yaw = math.atan2(box.rot[1, 0], box.rot[0, 0])
             half_x, half_y = box.half[0] + DRAWER_WALL, box.half[1] + DRAWER_WALL
-            out.append((box.center[:2], yaw, half_x, half_y, box.center[2] + box.half[2]))
+            out.append((box.center[:2], yaw, half_x, half_y, box.center[2] + box.half[2], False))
         return out
 
     def _container(self, step: PickPlace):
@@ -663,7 +663,8 @@ def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], floa
 def clearance(point: np.ndarray, obstacles: list, rounded: bool = False) -> float:
     """Horizontal distance (metres) from a point to the nearest footprint rectangle; 1 when there is none.
 
-    With `rounded`, a footprint marked round (see `skills.footprints`) is its inscribed circle.
+    With `rounded`, a footprint marked round (see `skills.footprints`) is its inscribed circle; one
+    without the mark (five numbers) is a box.
     """
     best = 1.0
     for centre, yaw, hx, hy, *rest in obstacles:

@@ -162,10 +162,10 @@ def test_clearance_to_a_round_footprint_is_to_its_circle():
     corner = np.array([0.1, 0.1])  # on the bounding box, 4.1 cm outside the plate's rim
     assert clearance(corner, [plate]) == pytest.approx(0.0)
     assert clearance(corner, [plate], rounded=True) == pytest.approx(math.hypot(0.1, 0.1) - 0.1)
-    # A footprint not marked round (or one without the mark: an open drawer) stays a box.
+    # A footprint not marked round, or one without the mark, stays a box.
     box = (np.zeros(2), 0.0, 0.1, 0.1, 0.01, False)
-    drawer = (np.zeros(2), 0.0, 0.1, 0.1, 0.01)
-    assert clearance(corner, [box], rounded=True) == clearance(corner, [drawer], rounded=True) == pytest.approx(0.0)
+    unmarked = (np.zeros(2), 0.0, 0.1, 0.1, 0.01)
+    assert clearance(corner, [box], rounded=True) == clearance(corner, [unmarked], rounded=True) == pytest.approx(0.0)
 
 
 def test_round_objects_are_told_from_boxes():
