@@ -19,7 +19,35 @@ import numpy as np
 
 from libero_ll.errors import LiberoError
 
-OBS_KEYS = ("agentview_rgb", "eye_in_hand_rgb", "joint_states", "gripper_states", "ee_states")
+OBS_KEYS = ("agentview_rgb", "eye_in_hand_rgb", "joint_states", "gripper_states", "ee_states", "ee_pos", "ee_rot6")
+# Sizes of the low-dim observation keys a policy can read.
+LOWDIM_SIZES = {"joint_states": 7, "gripper_states": 2, "ee_states": 6, "ee_pos": 3, "ee_rot6": 6}
+
+
+def axis_angle_to_rot6(axis_angle: np.ndarray) -> np.ndarray:
+    """The first two columns of the rotation matrices of (T, 3) axis-angle vectors, (T, 6) float32.
+
+    A continuous code of the hand's orientation: the axis-angle vector of a hand pointing straight down
+    has a length near pi and flips to its opposite under the smallest turn, the two columns do not.
+    """
+    v = np.asarray(axis_angle, dtype=np.float64)
+    angle = np.linalg.norm(v, axis=-1, keepdims=True)
+    axis = np.divide(v, angle, out=np.zeros_like(v), where=angle > 1e-12)
+    x, y, z = axis[..., 0:1], axis[..., 1:2], axis[..., 2:3]
+    c, s = np.cos(angle), np.sin(angle)
+    k = 1.0 - c
+    col0 = np.concatenate([c + x * x * k, y * x * k + z * s, z * x * k - y * s], axis=-1)
+    col1 = np.concatenate([x * y * k - z * s, c + y * y * k, z * y * k + x * s], axis=-1)
+    return np.concatenate([col0, col1], axis=-1).astype(np.float32)
+
+
+# Keys a file may lack that are computed from another key (files made before they were written, and
+# files from other tools): the hand's position is the first three numbers of ee_states, its orientation's
+# continuous code comes from the last three.
+DERIVED_OBS = {
+    "ee_pos": ("ee_states", lambda a: np.ascontiguousarray(a[:, :3])),
+    "ee_rot6": ("ee_states", lambda a: axis_angle_to_rot6(a[:, 3:6])),
+}
 IMAGE_KEYS = ("agentview_rgb", "eye_in_hand_rgb")
 # Row 0 is the top of the picture, as a person sees it. Written into every file made here.
 IMAGE_CONVENTION = "upright"
@@ -436,7 +464,8 @@ def read_demos(
 
     Args:
         path: an HDF5 demo file (made here, or by LIBERO or robomimic).
-        obs_keys: observation keys to load; None loads every key in each demo's ``obs`` group.
+        obs_keys: observation keys to load; None loads every key in each demo's ``obs`` group. A key of
+            ``DERIVED_OBS`` that a file lacks is read from its source key.
         max_demos: read at most this many demos (the first ones); None reads all.
         upright: return images upright. Files that say (or, lacking ``image_convention``, are assumed
             to hold) OpenGL-ordered images, as LIBERO's and robomimic's do, are flipped vertically.
@@ -480,9 +509,14 @@ def iter_demos(
             keys = list(obs_keys) if obs_keys is not None else (list(obs_grp.keys()) if obs_grp else [])
             obs = {}
             for key in keys:
-                if obs_grp is None or key not in obs_grp:
+                source, derive = DERIVED_OBS.get(key, (key, None))
+                if obs_grp is not None and key in obs_grp:
+                    source, derive = key, None
+                if obs_grp is None or source not in obs_grp:
                     raise LiberoError(f"demo file {path}: data/{name}/obs has no '{key}' dataset")
-                arr = obs_grp[key][()]
+                arr = obs_grp[source][()]
+                if derive is not None:
+                    arr = derive(arr)
                 if flip and arr.dtype == np.uint8 and arr.ndim == 4:
                     arr = np.ascontiguousarray(arr[:, ::-1])
                 obs[key] = arr

@@ -359,6 +359,11 @@ class LiberoEnv:
         """The observation dict of shared/spec/datasets.md (images only when rendering is on)."""
         p = self.robot_proprio()
         obs = {k: p[k] for k in ("joint_states", "gripper_states", "ee_states")}
+        # The hand's pose in continuous form: ee_states' axis-angle part jumps between opposite vectors of
+        # length near π when the hand points straight down, so a policy reads these instead. ee_rot6 is
+        # the rotation matrix's first two columns (data.hdf5.axis_angle_to_rot6 makes the same from a file).
+        obs["ee_pos"] = p["ee_pos"].astype(np.float32)
+        obs["ee_rot6"] = np.concatenate([p["ee_rot"][:, 0], p["ee_rot"][:, 1]]).astype(np.float32)
         if self.config.render:
             for key, cam in self.config.cameras.items():
                 obs[key] = self.render(cam)

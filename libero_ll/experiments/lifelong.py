@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from libero_ll.data.hdf5 import LOWDIM_SIZES
 from libero_ll.errors import LiberoError
 from libero_ll.experiments.checkpoint import (
     FINAL_POLICY,
@@ -156,7 +157,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         policy_cfg = policy_config(cfg)
         shape_meta = {
             "image_shape": (int(cfg.env.image_size), int(cfg.env.image_size), 3),
-            "lowdim": {"joint_states": 7, "gripper_states": 2, "ee_states": 6},
+            "lowdim": dict(LOWDIM_SIZES),
             "action_dim": 7,
             "task_emb_dim": int(embs.shape[1]),
         }

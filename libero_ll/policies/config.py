@@ -141,6 +141,12 @@ class TemporalTransformerConfig(PolicyConfig):
     # the policy its previous actions, and a policy trained on smooth demos then copies them rather than
     # react to what it sees (docs/policies.md).
     current_lowdim_keys: list[str] = field(default_factory=list)
+    # Also add a projection of the instruction to the action token's output, next to the transformer, so
+    # the head reads the task directly (false: the paper's, where the task reaches the head only through
+    # the transformer and the image encoders' FiLM). Without it a policy trained on one task, then another
+    # under replay, carried the second task's object to the first task's goal: once an object is in the
+    # hand, the pose and the images say little about which task it is (docs/policies.md).
+    language_to_head: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()

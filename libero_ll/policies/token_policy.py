@@ -4,7 +4,8 @@ Each step becomes ``M`` tokens of width ``embed_size``: a learned action token, 
 token per camera (from the architecture's own image encoder) and one per low-dim key. The temporal
 transformer reads them block-causally over the window and the action token's output feeds the GMM head.
 Low-dim keys listed in ``current_lowdim_keys`` come last and skip the transformer: their embeddings are
-added to the action token's output of their own step. The two policies differ only in their image
+added to the action token's output of their own step. With ``language_to_head`` a second projection of the
+instruction skips the transformer the same way, so the head reads the task directly. The two policies differ only in their image
 encoder (`make_encoder`).
 """
 
@@ -37,6 +38,7 @@ class TokenTransformerPolicy(BasePolicy):
             nn.Linear(c.language_proj_size, c.language_proj_size),
         )
         self.language_token = nn.Linear(c.language_proj_size, e)
+        self.head_language = nn.Linear(c.language_proj_size, e) if c.language_to_head else None
         self.action_token = nn.Parameter(torch.randn(e) * 0.02)
         self.encoders = nn.ModuleDict({key: self.make_encoder(key) for key in self.image_keys})
         self.lowdim = nn.ModuleDict(
@@ -66,7 +68,8 @@ class TokenTransformerPolicy(BasePolicy):
         raise NotImplementedError
 
     def encode_steps(self, obs: dict[str, torch.Tensor], task_emb: torch.Tensor) -> torch.Tensor:
-        """Tokens (B, T, M, embed_size) in the order: action, language, cameras, low-dim keys."""
+        """Tokens (B, T, M, embed_size) in the order: action, language, cameras, low-dim keys (those of
+        ``current_lowdim_keys`` last), then the head's language token when ``language_to_head`` is set."""
         b, t = next(iter(obs.values())).shape[:2]
         lang = self.language(task_emb)  # (B, P)
         tokens = [
@@ -82,12 +85,15 @@ class TokenTransformerPolicy(BasePolicy):
         history = [key for key in self.lowdim_keys if key not in current]
         for key in history + current:
             tokens.append(self.lowdim[key](obs[key]))
+        if self.head_language is not None:
+            tokens.append(self.head_language(lang)[:, None, :].expand(b, t, -1))
         return torch.stack(tokens, dim=2)
 
     def temporal(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The action token's output at every step plus the current-step-only embeddings, (B, T, embed_size)."""
-        n_current = len(self.cfg.current_lowdim_keys)
-        if not n_current:
+        """The action token's output at every step plus the embeddings that skip the transformer (the
+        current-step-only low-dim keys and the head's language token), (B, T, embed_size)."""
+        n_skip = len(self.cfg.current_lowdim_keys) + int(self.head_language is not None)
+        if not n_skip:
             return self.transformer(tokens, mask)[:, :, 0]
-        seen = tokens[:, :, :-n_current]
-        return self.transformer(seen, mask)[:, :, 0] + tokens[:, :, -n_current:].sum(dim=2)
+        seen = tokens[:, :, :-n_skip]
+        return self.transformer(seen, mask)[:, :, 0] + tokens[:, :, -n_skip:].sum(dim=2)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import torch
 
+from libero_ll.data.hdf5 import LOWDIM_SIZES
+
 REPO = Path(__file__).resolve().parents[2]
-LOWDIM = {"joint_states": 7, "gripper_states": 2, "ee_states": 6}
 
 
 def policy_keys(cfg, name: str) -> dict:
@@ -39,7 +40,7 @@ def random_batch(policy, batch: int, size: int, task_emb_dim: int, device) -> di
     obs = {key: torch.randint(0, 256, (batch, t, size, size, 3), dtype=torch.uint8, device=device)
            for key in policy.image_keys}
     for key in policy.lowdim_keys:
-        obs[key] = torch.randn(batch, t, LOWDIM[key], device=device)
+        obs[key] = torch.randn(batch, t, LOWDIM_SIZES[key], device=device)
     return {
         "obs": obs,
         "actions": torch.rand(batch, t, 7, device=device) * 2 - 1,
@@ -93,7 +94,7 @@ def main() -> None:
     print(f"{'policy':<12} {'params':>9} {'seq_len':>7} {'windows/s':>10} {'steps/s':>8}")
     for name in names:
         torch.manual_seed(0)
-        shape = {"image_shape": (size, size, 3), "lowdim": LOWDIM, "action_dim": 7, "task_emb_dim": a.task_emb_dim}
+        shape = {"image_shape": (size, size, 3), "lowdim": LOWDIM_SIZES, "action_dim": 7, "task_emb_dim": a.task_emb_dim}
         policy = make_policy(name, policy_keys(cfg, name), shape).to(device)
         batch = random_batch(policy, batch_size, size, a.task_emb_dim, device)
         wps = windows_per_second(policy, batch, a.steps)

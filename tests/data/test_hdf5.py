@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from libero_ll.data.hdf5 import IMAGE_CONVENTION, Demo, DemoWriter, read_demos, read_info
+from libero_ll.data.hdf5 import IMAGE_CONVENTION, Demo, DemoWriter, axis_angle_to_rot6, read_demos, read_info
 from libero_ll.errors import LiberoError
 
 HEADER = dict(
@@ -70,6 +70,34 @@ def test_round_trip_keeps_every_array_and_attribute(tmp_path):
             np.testing.assert_array_equal(a.obs[key], b.obs[key])
         assert b.obs["agentview_rgb"].dtype == np.uint8
         assert (b.model_file, b.seed) == (a.model_file, a.seed)
+
+
+def test_hand_position_is_read_from_ee_states_when_a_file_lacks_it(tmp_path):
+    path = tmp_path / "task.hdf5"
+    demo = make_demo(5)
+    write(path, [demo])
+    back = read_demos(path, obs_keys=["ee_pos", "ee_rot6", "gripper_states"])[0]
+    np.testing.assert_array_equal(back.obs["ee_pos"], demo.obs["ee_states"][:, :3])
+    assert back.obs["ee_pos"].flags["C_CONTIGUOUS"]
+    # The orientation's code: the first two columns of the rotation, the same for both axis-angle vectors
+    # of a half turn (where ee_states jumps), and orthonormal.
+    rot6 = back.obs["ee_rot6"]
+    assert rot6.shape == (5, 6)
+    np.testing.assert_allclose(np.linalg.norm(rot6[:, :3], axis=1), 1, atol=1e-6)
+    np.testing.assert_allclose(np.sum(rot6[:, :3] * rot6[:, 3:], axis=1), 0, atol=1e-6)
+    half_turn = np.array([[0.0, 0.0, np.pi], [0.0, 0.0, -np.pi], [0.0, 0.0, np.pi / 2]])
+    np.testing.assert_allclose(
+        axis_angle_to_rot6(half_turn), [[-1, 0, 0, 0, -1, 0], [-1, 0, 0, 0, -1, 0], [0, 1, 0, -1, 0, 0]], atol=1e-6
+    )
+    # A file that has the key keeps its own.
+    demo.obs["ee_pos"] = np.full((5, 3), 7.0)
+    write(path, [demo])
+    np.testing.assert_array_equal(read_demos(path, obs_keys=["ee_pos"])[0].obs["ee_pos"], demo.obs["ee_pos"])
+    # Neither there: the message names the key.
+    del demo.obs["ee_pos"], demo.obs["ee_states"]
+    write(path, [demo])
+    with pytest.raises(LiberoError, match="no 'ee_pos'"):
+        read_demos(path, obs_keys=["ee_pos"])
 
 
 def test_file_follows_the_documented_layout(tmp_path):

@@ -16,6 +16,13 @@ def test_observation_keys_shapes(soup_env):
     assert obs["joint_states"].shape == (7,)
     assert obs["gripper_states"].shape == (2,)
     assert obs["ee_states"].shape == (6,)
+    assert obs["ee_pos"].shape == (3,) and obs["ee_pos"].dtype == np.float32
+    np.testing.assert_allclose(obs["ee_pos"], obs["ee_states"][:3])
+    # The continuous orientation code is the one a file's ee_states gives.
+    from libero_ll.data.hdf5 import axis_angle_to_rot6
+
+    assert obs["ee_rot6"].shape == (6,)
+    np.testing.assert_allclose(obs["ee_rot6"], axis_angle_to_rot6(obs["ee_states"][None, 3:])[0], atol=1e-5)
     assert soup_env.robot_state().shape == (9,)
 
 

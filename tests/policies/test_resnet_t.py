@@ -144,6 +144,32 @@ def test_current_lowdim_keys_reach_their_own_step_only():
         tiny_policy(lowdim_keys=["gripper_states"], current_lowdim_keys=["ee_states"])
 
 
+def test_language_to_head_adds_the_instruction_next_to_the_transformer():
+    lowdim = ["gripper_states", "ee_states"]
+    policy = tiny_policy(lowdim_keys=lowdim, current_lowdim_keys=["ee_states"], language_to_head=True).eval()
+    batch = make_batch()
+    with torch.no_grad():
+        feats = policy.features(batch)
+        direct = policy.head_language(policy.language(policy._task_emb(batch["task_emb"])))
+        policy.head_language.weight.zero_()
+        policy.head_language.bias.zero_()
+        without = policy.features(batch)
+    # The instruction's projection is added to every step's features, on top of what the transformer gives.
+    assert torch.allclose(feats - without, direct[:, None, :].expand_as(feats), atol=1e-5)
+    assert direct.abs().sum() > 0
+    # Rollouts give what the window gives.
+    policy = tiny_policy(lowdim_keys=lowdim, current_lowdim_keys=["ee_states"], language_to_head=True).eval()
+    policy.cfg.deterministic_eval = True
+    policy.reset(3)
+    for step in range(5):
+        action = policy.act(step_obs(batch, step), batch["task_emb"].numpy())
+    with torch.no_grad():
+        expected = gmm_mode(policy.head(policy.features(batch)))[:, -1].clamp(-1, 1)
+    assert np.allclose(action, expected.numpy(), atol=1e-5)
+    # Off by default (the paper's network): no extra parameters.
+    assert not any("head_language" in name for name in tiny_policy().state_dict())
+
+
 def test_padded_steps_do_not_affect_the_loss():
     policy = tiny_policy().eval()
     batch = make_batch()
