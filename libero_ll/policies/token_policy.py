@@ -5,8 +5,8 @@ token per camera (from the architecture's own image encoder) and one per low-dim
 transformer reads them block-causally over the window and the action token's output feeds the GMM head.
 Low-dim keys listed in ``current_lowdim_keys`` come last and skip the transformer: their embeddings are
 added to the action token's output of their own step. With ``language_to_head`` a second projection of the
-instruction skips the transformer the same way, so the head reads the task directly. The two policies differ only in their image
-encoder (`make_encoder`).
+instruction skips the transformer the same way, so the head reads the task directly. The two policies
+differ only in their image encoder (`make_encoder`).
 """
 
 from __future__ import annotations

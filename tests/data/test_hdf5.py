@@ -86,9 +86,8 @@ def test_hand_position_is_read_from_ee_states_when_a_file_lacks_it(tmp_path):
     np.testing.assert_allclose(np.linalg.norm(rot6[:, :3], axis=1), 1, atol=1e-6)
     np.testing.assert_allclose(np.sum(rot6[:, :3] * rot6[:, 3:], axis=1), 0, atol=1e-6)
     half_turn = np.array([[0.0, 0.0, np.pi], [0.0, 0.0, -np.pi], [0.0, 0.0, np.pi / 2]])
-    np.testing.assert_allclose(
-        axis_angle_to_rot6(half_turn), [[-1, 0, 0, 0, -1, 0], [-1, 0, 0, 0, -1, 0], [0, 1, 0, -1, 0, 0]], atol=1e-6
-    )
+    expected = [[-1, 0, 0, 0, -1, 0], [-1, 0, 0, 0, -1, 0], [0, 1, 0, -1, 0, 0]]
+    np.testing.assert_allclose(axis_angle_to_rot6(half_turn), expected, atol=1e-6)
     # A file that has the key keeps its own.
     demo.obs["ee_pos"] = np.full((5, 3), 7.0)
     write(path, [demo])
