@@ -86,7 +86,8 @@ def hand_and_wrist(env) -> tuple[np.ndarray, float]:
 
 
 def is_round(model) -> bool:
-    """Whether an object is round seen from above: a square footprint around an upright cylinder at its centre (plates, bowls, cans)."""
+    """Whether an object is round seen from above: a square footprint around an upright cylinder at its
+    centre (plates, bowls, cans)."""
     if abs(model.half_size[0] - model.half_size[1]) > 1e-6:
         return False
     return any(
@@ -96,7 +97,8 @@ def is_round(model) -> bool:
 
 
 def footprints(env, skip, above: float) -> dict:
-    """Instance → footprint (centre xy, yaw, half x, half y, top z, round) of the instances but `skip` whose tops reach `above`.
+    """Instance → footprint (centre xy, yaw, half x, half y, top z, round) of the instances but `skip`
+    whose tops reach `above`.
 
     The workspace (table or floor) is left out. Footprints are the instances' bounding boxes seen
     from above, as the skills keep the hand and what it carries clear of them; `round` (see
@@ -114,7 +116,8 @@ def footprints(env, skip, above: float) -> dict:
         if model.kind == "workspace" or top < above:
             continue
         r = g.rot(inst)
-        out[inst] = (p[:2], math.atan2(r[1, 0], r[0, 0]), model.half_size[0], model.half_size[1], top, is_round(model))
+        yaw = math.atan2(r[1, 0], r[0, 0])
+        out[inst] = (p[:2], yaw, model.half_size[0], model.half_size[1], top, is_round(model))
     return out
 
 

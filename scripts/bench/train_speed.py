@@ -94,7 +94,12 @@ def main() -> None:
     print(f"{'policy':<12} {'params':>9} {'seq_len':>7} {'windows/s':>10} {'steps/s':>8}")
     for name in names:
         torch.manual_seed(0)
-        shape = {"image_shape": (size, size, 3), "lowdim": LOWDIM_SIZES, "action_dim": 7, "task_emb_dim": a.task_emb_dim}
+        shape = {
+            "image_shape": (size, size, 3),
+            "lowdim": LOWDIM_SIZES,
+            "action_dim": 7,
+            "task_emb_dim": a.task_emb_dim,
+        }
         policy = make_policy(name, policy_keys(cfg, name), shape).to(device)
         batch = random_batch(policy, batch_size, size, a.task_emb_dim, device)
         wps = windows_per_second(policy, batch, a.steps)

@@ -165,7 +165,8 @@ def test_clearance_to_a_round_footprint_is_to_its_circle():
     # A footprint not marked round, or one without the mark, stays a box.
     box = (np.zeros(2), 0.0, 0.1, 0.1, 0.01, False)
     unmarked = (np.zeros(2), 0.0, 0.1, 0.1, 0.01)
-    assert clearance(corner, [box], rounded=True) == clearance(corner, [unmarked], rounded=True) == pytest.approx(0.0)
+    as_box = clearance(corner, [box], rounded=True)
+    assert as_box == clearance(corner, [unmarked], rounded=True) == pytest.approx(0.0)
 
 
 def test_round_objects_are_told_from_boxes():

@@ -63,6 +63,17 @@ def step_obs(batch, t, envs=slice(None)):
     return {k: v[envs, t].numpy() for k, v in batch["obs"].items()}
 
 
+def assert_rollout_matches_window(policy, batch):
+    """Acting step by step over a batch's windows gives, at the last step, what the whole window gives."""
+    policy.cfg.deterministic_eval = True
+    policy.reset(len(batch["task_emb"]))
+    for step in range(batch["actions"].shape[1]):
+        action = policy.act(step_obs(batch, step), batch["task_emb"].numpy())
+    with torch.no_grad():
+        expected = gmm_mode(policy.head(policy.features(batch)))[:, -1].clamp(-1, 1)
+    assert np.allclose(action, expected.numpy(), atol=1e-5)
+
+
 def test_defaults_are_the_papers():
     c = ResNetTConfig()
     assert (c.embed_size, c.extra_embedding_size, c.transformer_layers) == (64, 128, 4)
@@ -133,13 +144,7 @@ def test_current_lowdim_keys_reach_their_own_step_only():
     later = (moved_fingers - moved_hand).abs().sum(-1) > 1e-4
     assert later[:, t:].all() and not later[:, :t].any()
     # Rollouts give what the window gives.
-    policy.cfg.deterministic_eval = True
-    policy.reset(3)
-    for step in range(5):
-        action = policy.act(step_obs(batch, step), batch["task_emb"].numpy())
-    with torch.no_grad():
-        expected = gmm_mode(policy.head(policy.features(batch)))[:, -1].clamp(-1, 1)
-    assert np.allclose(action, expected.numpy(), atol=1e-5)
+    assert_rollout_matches_window(policy, batch)
     with pytest.raises(LiberoError, match="current_lowdim_keys"):
         tiny_policy(lowdim_keys=["gripper_states"], current_lowdim_keys=["ee_states"])
 
@@ -159,13 +164,7 @@ def test_language_to_head_adds_the_instruction_next_to_the_transformer():
     assert direct.abs().sum() > 0
     # Rollouts give what the window gives.
     policy = tiny_policy(lowdim_keys=lowdim, current_lowdim_keys=["ee_states"], language_to_head=True).eval()
-    policy.cfg.deterministic_eval = True
-    policy.reset(3)
-    for step in range(5):
-        action = policy.act(step_obs(batch, step), batch["task_emb"].numpy())
-    with torch.no_grad():
-        expected = gmm_mode(policy.head(policy.features(batch)))[:, -1].clamp(-1, 1)
-    assert np.allclose(action, expected.numpy(), atol=1e-5)
+    assert_rollout_matches_window(policy, batch)
     # Off by default (the paper's network): no extra parameters.
     assert not any("head_language" in name for name in tiny_policy().state_dict())
 
