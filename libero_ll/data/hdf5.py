@@ -19,9 +19,6 @@ import numpy as np
 
 from libero_ll.errors import LiberoError
 
-OBS_KEYS = (
-    "agentview_rgb", "eye_in_hand_rgb", "joint_states", "gripper_states", "ee_states", "ee_pos", "ee_rot6",
-)
 # Sizes of the low-dim observation keys a policy can read.
 LOWDIM_SIZES = {"joint_states": 7, "gripper_states": 2, "ee_states": 6, "ee_pos": 3, "ee_rot6": 6}
 
