@@ -7,9 +7,10 @@ env's whole step: control, physics, observations and, with cameras, both images.
 
 Cameras: agentview and the wrist camera, SIZE x SIZE pixels, drawn for every scene, Lift included,
 by the same renderer with the same settings (libero_ll.envs.render.CameraRenderer: the robot's
-detailed meshes, no shadows, reflections, multisampling or skybox). For reference the run also times
-Lift with robosuite's own camera observations (its default render settings), and our scenes with
-robot_mesh=collision (the robot drawn from its collision hulls, the `cpu` preset's choice).
+detailed meshes, no shadows, reflections, multisampling or skybox, geoms outside the view left out).
+For reference the run also times Lift drawn with nothing left out, Lift with robosuite's own camera
+observations (its default render settings), and our scenes with robot_mesh=collision (the robot drawn
+from its collision hulls, the `cpu` preset's choice).
 
 Each rate is the median of --repeats runs of --steps random small actions (the same sequence for
 every env, each run from the same start); the runs of all settings are interleaved so that a busy
@@ -59,9 +60,10 @@ class Lift:
     Args:
         size: camera image size, pixels.
         own_cameras: use robosuite's camera observations (its render settings) instead of ours.
+        cull: our renderer leaves geoms outside the view out.
     """
 
-    def __init__(self, size: int, own_cameras: bool = False):
+    def __init__(self, size: int, own_cameras: bool = False, cull: bool = True):
         from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
 
         ensure_gl_backend()
@@ -76,7 +78,7 @@ class Lift:
         self.env = robosuite.make("Lift", robots="Panda", controller_configs=ctrl, has_renderer=False,
                                   has_offscreen_renderer=own_cameras, use_camera_obs=own_cameras, control_freq=20,
                                   **(cams if own_cameras else {}))
-        self.renderer = None if own_cameras else CameraRenderer(self.env.sim.model._model, size)
+        self.renderer = None if own_cameras else CameraRenderer(self.env.sim.model._model, size, cull=cull)
         self.cameras = own_cameras
 
     def start(self, cameras: bool) -> None:
@@ -113,6 +115,7 @@ def main() -> None:
     a = p.parse_args()
 
     lift = Lift(a.size)
+    lift_all = Lift(a.size, cull=False)
     lift_own = Lift(a.size, own_cameras=True)
     scenes = {}
     for name, task in (("quickstart", QUICKSTART), ("kitchen", KITCHEN)):
@@ -121,6 +124,7 @@ def main() -> None:
         scenes[f"{name}, lean, robot_mesh=collision"] = Ours(task, a.size, "lean", "collision")
     # (label, env, cameras): every row timed once per repeat, repeats interleaved.
     rows = [("robosuite Lift", lift, False), ("robosuite Lift", lift, True),
+            ("robosuite Lift, nothing left out of the drawing", lift_all, True),
             ("robosuite Lift, its own camera observations", lift_own, True)]
     for label, env in scenes.items():
         if "collision" not in label:
@@ -134,13 +138,13 @@ def main() -> None:
 
     print(f"MUJOCO_GL={os.environ.get('MUJOCO_GL')}; {a.steps} steps per run, median of {a.repeats} runs; "
           f"cameras: two of {a.size}x{a.size} px, the same render settings for every scene")
-    print(f"{'env':44s} {'no cameras':>11s} {'ratio':>6s}   {'two cameras':>11s} {'ratio':>6s}")
+    print(f"{'env':48s} {'no cameras':>11s} {'ratio':>6s}   {'two cameras':>11s} {'ratio':>6s}")
     base_plain, base_cams = rate[("robosuite Lift", False)], rate[("robosuite Lift", True)]
     for label in dict.fromkeys(r[0] for r in rows):
         plain, cams = rate.get((label, False)), rate.get((label, True))
         left = f"{plain:11.1f} {plain / base_plain:5.2f}x" if plain else f"{'-':>11s} {'':6s}"
-        print(f"{label:44s} {left}   {cams:11.1f} {cams / base_cams:5.2f}x")
-    for env in [lift, lift_own, *scenes.values()]:
+        print(f"{label:48s} {left}   {cams:11.1f} {cams / base_cams:5.2f}x")
+    for env in [lift, lift_all, lift_own, *scenes.values()]:
         env.close()
 
 
