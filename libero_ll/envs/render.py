@@ -6,6 +6,8 @@ import numpy as np
 
 # Geom groups drawn: 1 holds robosuite's visual meshes, 2 our objects' geoms; 0 (collision) is hidden.
 VISIBLE_GROUPS = (0, 1, 1, 0, 0, 0)
+# A hidden group nothing else uses: geoms out of a camera's view are moved there while a scene is built.
+OUT_OF_VIEW_GROUP = 5
 
 
 def prepare_offscreen(model, size: int) -> None:
@@ -49,9 +51,7 @@ class CameraRenderer:
         flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = False
         self.option = mujoco.MjvOption()
         self.option.geomgroup[:] = VISIBLE_GROUPS
-        hidden = [g for g, shown in enumerate(VISIBLE_GROUPS) if not shown]
-        self._hidden_group = hidden[-1] if hidden else None
-        self.cull = bool(cull and not shadows and not reflections and self._hidden_group is not None)
+        self.cull = bool(cull and not shadows and not reflections)
 
     def render(self, data, camera) -> np.ndarray:
         """The image of the state in `data` seen from `camera` (a camera's name or an MjvCamera).
@@ -67,7 +67,7 @@ class CameraRenderer:
                 # second, cheap pass, then put them back.
                 groups = self.model.geom_group
                 kept = groups[outside].copy()
-                groups[outside] = self._hidden_group
+                groups[outside] = OUT_OF_VIEW_GROUP
                 try:
                     self._renderer.update_scene(data, camera=camera, scene_option=self.option)
                 finally:
