@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
 
@@ -107,7 +108,7 @@ def register(sub) -> None:
     s.add_argument("--out", help="output folder (default datasets/<suite>)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--image-size", type=int, default=128)
-    s.add_argument("--robot-mesh", default="visual", choices=["visual", "collision"])
+    s.add_argument("--robot-mesh", default="visual", choices=ROBOT_MESHES)
     s.add_argument(
         "--max-steps", type=int,
         help="the expert's episode cap, policy steps (default: EXPERT_MAX_STEPS of libero_ll/data/collect.py, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
 
@@ -44,7 +45,7 @@ def register(sub) -> None:
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--size", type=int, default=None, help="image side, pixels (128; 192 per gallery tile)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--robot-mesh", default="visual", choices=["visual", "collision"])
+    s.add_argument("--robot-mesh", default="visual", choices=ROBOT_MESHES)
     s.set_defaults(func=cmd_render)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
 
@@ -111,7 +112,7 @@ def register(sub) -> None:
         help="episode i resets like the expert's demo i (default: random resets; each demo's seed is stored)",
     )
     s.add_argument("--image-size", type=int, default=128, help="recorded camera images, pixels (default 128)")
-    s.add_argument("--robot-mesh", default="visual", choices=["visual", "collision"])
+    s.add_argument("--robot-mesh", default="visual", choices=ROBOT_MESHES)
     s.add_argument("--max-steps", type=int, default=3000, help="step cap per episode at 20 Hz (default 3000)")
     s.add_argument(
         "--pos-scale",

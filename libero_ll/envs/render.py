@@ -20,6 +20,45 @@ def prepare_offscreen(model, size: int) -> None:
     model.vis.global_.offheight = max(model.vis.global_.offheight, size)
 
 
+# Cell of the vertex grid that `simplify_meshes` merges the robot's detailed meshes on, metres: at 128 px
+# the robot drawn from the simplified meshes differs from the detailed one in about 1.6% of the pixels.
+SIMPLIFY_CELL = 0.008
+
+
+def simplify_meshes(model, mesh_ids, cell: float = SIMPLIFY_CELL) -> tuple[int, int]:
+    """Draw meshes with fewer triangles: merge each mesh's vertices that share a cell of a `cell`-metre grid.
+
+    Vertex clustering, in place in the compiled model: every vertex stands for the first vertex of
+    its grid cell, triangles that collapse to a line or a point are dropped, and duplicates too. The
+    kept triangles are written at the start of each mesh's faces and its face count is lowered, so
+    only what is drawn changes (no vertex moves). Use it on meshes that do not collide (visual
+    meshes), before a renderer is made for the model: a renderer uploads the meshes when it is made.
+
+    Returns:
+        (triangles before, triangles after) over the meshes.
+    """
+    before = after = 0
+    for k in sorted({int(i) for i in mesh_ids}):
+        va, vn = model.mesh_vertadr[k], model.mesh_vertnum[k]
+        fa, fn = model.mesh_faceadr[k], model.mesh_facenum[k]
+        faces = model.mesh_face[fa:fa + fn].copy()
+        normals = model.mesh_facenormal[fa:fa + fn].copy()
+        cells = np.floor(model.mesh_vert[va:va + vn] / cell).astype(np.int64)
+        _, first, inverse = np.unique(cells, axis=0, return_index=True, return_inverse=True)
+        merged = first[inverse.ravel()][faces]
+        keep = (merged[:, 0] != merged[:, 1]) & (merged[:, 1] != merged[:, 2]) & (merged[:, 0] != merged[:, 2])
+        merged, normals = merged[keep], normals[keep]
+        _, unique = np.unique(np.sort(merged, axis=1), axis=0, return_index=True)
+        unique.sort()
+        merged, normals = merged[unique], normals[unique]
+        model.mesh_face[fa:fa + len(merged)] = merged
+        model.mesh_facenormal[fa:fa + len(merged)] = normals
+        model.mesh_facenum[k] = len(merged)
+        before += int(fn)
+        after += len(merged)
+    return before, after
+
+
 class CameraRenderer:
     """Upright RGB images of a model's cameras, size x size pixels.
 

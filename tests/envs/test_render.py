@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from libero_ll.envs.render import CameraRenderer
@@ -43,3 +45,41 @@ def test_no_culling_with_shadows_or_reflections(soup_env):
             assert not r.cull
         finally:
             r.close()
+
+
+def test_simplified_robot_looks_like_the_detailed_one_with_fewer_triangles():
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    task = Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl"
+    rng = np.random.default_rng(1)
+    actions = [np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])] for _ in range(8)]
+    triangles, images = {}, {}
+    for mesh in ("visual", "simplified"):
+        env = LiberoEnv(task, EnvConfig(image_size=96, robot_mesh=mesh))
+        try:
+            m = env.model
+            robot = {int(m.geom_dataid[g]) for g in range(m.ngeom) if m.geom_type[g] == 7 and m.geom_group[g] == 1}
+            triangles[mesh] = int(sum(m.mesh_facenum[k] for k in robot))
+            env.reset(seed=5)
+            images[mesh] = [env.step(a)[0] for a in actions]
+        finally:
+            env.close()
+    assert triangles["simplified"] < 0.3 * triangles["visual"], triangles
+    for key in ("agentview_rgb", "eye_in_hand_rgb"):
+        for step, (detailed, simplified) in enumerate(zip(images["visual"], images["simplified"])):
+            diff = np.abs(detailed[key].astype(int) - simplified[key].astype(int))
+            # The same picture up to the robot's finest detail.
+            assert diff.mean() < 2.0 and (diff.max(axis=-1) > 40).mean() < 0.03, (key, step, diff.mean())
+        frames = [obs[key] for obs in images["simplified"]]
+        assert all((a != b).any() for a, b in zip(frames, frames[1:])), f"{key} did not change while the arm moved"
+
+
+def test_unknown_robot_mesh_is_named():
+    import pytest
+
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.errors import LiberoError
+
+    task = Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl"
+    with pytest.raises(LiberoError, match="robot_mesh must be one of visual, simplified, collision, not 'hulls'"):
+        LiberoEnv(task, EnvConfig(image_size=32, robot_mesh="hulls"))
