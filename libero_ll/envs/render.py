@@ -43,16 +43,18 @@ def simplify_meshes(model, mesh_ids, cell: float = SIMPLIFY_CELL) -> tuple[int, 
         fa, fn = model.mesh_faceadr[k], model.mesh_facenum[k]
         faces = model.mesh_face[fa:fa + fn].copy()
         normals = model.mesh_facenormal[fa:fa + fn].copy()
+        texcoords = model.mesh_facetexcoord[fa:fa + fn].copy()
         cells = np.floor(model.mesh_vert[va:va + vn] / cell).astype(np.int64)
         _, first, inverse = np.unique(cells, axis=0, return_index=True, return_inverse=True)
         merged = first[inverse.ravel()][faces]
         keep = (merged[:, 0] != merged[:, 1]) & (merged[:, 1] != merged[:, 2]) & (merged[:, 0] != merged[:, 2])
-        merged, normals = merged[keep], normals[keep]
+        merged, normals, texcoords = merged[keep], normals[keep], texcoords[keep]
         _, unique = np.unique(np.sort(merged, axis=1), axis=0, return_index=True)
         unique.sort()
-        merged, normals = merged[unique], normals[unique]
+        merged, normals, texcoords = merged[unique], normals[unique], texcoords[unique]
         model.mesh_face[fa:fa + len(merged)] = merged
         model.mesh_facenormal[fa:fa + len(merged)] = normals
+        model.mesh_facetexcoord[fa:fa + len(merged)] = texcoords
         model.mesh_facenum[k] = len(merged)
         before += int(fn)
         after += len(merged)
