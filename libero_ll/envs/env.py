@@ -159,31 +159,26 @@ class LiberoEnv:
         import mujoco
 
         m = self.model
+        if self.config.robot_mesh not in ROBOT_MESHES:
+            raise LiberoError(f"robot_mesh must be one of {', '.join(ROBOT_MESHES)}, not {self.config.robot_mesh!r}")
         prepare_offscreen(m, self.config.image_size)
+        bodies = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]) or "" for g in range(m.ngeom)]
         # Our instances' colliding geoms are in group 0 (they carry the mass); show them in group 2.
         ours = tuple(f"{inst}_" for inst in self.scene.mj_objects)
-        for g in range(m.ngeom):
-            body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]) or ""
+        for g, body in enumerate(bodies):
             if m.geom_group[g] == 0 and body.startswith(ours):
                 m.geom_group[g] = 2
+        robot = [g for g, body in enumerate(bodies) if body.startswith(ROBOT_PREFIXES)]
+        robot_visual = [g for g in robot if m.geom_group[g] == 1 and m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH]
         if self.config.robot_mesh == "collision":
-            for g in range(m.ngeom):
-                body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]) or ""
-                if not body.startswith(ROBOT_PREFIXES):
-                    continue
-                if m.geom_group[g] == 1 and m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH:
-                    m.geom_group[g] = 3
-                elif m.geom_group[g] == 0:
+            for g in robot_visual:
+                m.geom_group[g] = 3
+            for g in robot:
+                if m.geom_group[g] == 0:
                     m.geom_group[g] = 1
-                    m.geom_rgba[g] = (0.82, 0.82, 0.84, 1.0) if "finger" not in body else (0.25, 0.25, 0.27, 1.0)
+                    m.geom_rgba[g] = (0.82, 0.82, 0.84, 1.0) if "finger" not in bodies[g] else (0.25, 0.25, 0.27, 1.0)
         elif self.config.robot_mesh == "simplified":
-            simplify_meshes(m, [
-                m.geom_dataid[g] for g in range(m.ngeom)
-                if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH and m.geom_group[g] == 1
-                and (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]) or "").startswith(ROBOT_PREFIXES)
-            ])
-        elif self.config.robot_mesh != "visual":
-            raise LiberoError(f"robot_mesh must be one of {', '.join(ROBOT_MESHES)}, not {self.config.robot_mesh!r}")
+            simplify_meshes(m, m.geom_dataid[robot_visual])
 
     def render(self, camera: str, size: int | None = None) -> np.ndarray:
         """An upright RGB image (row 0 is the top) from a named camera, uint8 (H, W, 3)."""

@@ -48,9 +48,12 @@ def test_no_culling_with_shadows_or_reflections(soup_env):
 
 
 def test_simplified_robot_looks_like_the_detailed_one_with_fewer_triangles():
+    import mujoco
+
     from libero_ll.envs.env import EnvConfig, LiberoEnv
 
     task = Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl"
+    mesh_type = mujoco.mjtGeom.mjGEOM_MESH
     rng = np.random.default_rng(1)
     actions = [np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])] for _ in range(8)]
     triangles, images = {}, {}
@@ -58,7 +61,7 @@ def test_simplified_robot_looks_like_the_detailed_one_with_fewer_triangles():
         env = LiberoEnv(task, EnvConfig(image_size=96, robot_mesh=mesh))
         try:
             m = env.model
-            robot = {int(m.geom_dataid[g]) for g in range(m.ngeom) if m.geom_type[g] == 7 and m.geom_group[g] == 1}
+            robot = {int(m.geom_dataid[g]) for g in range(m.ngeom) if m.geom_type[g] == mesh_type and m.geom_group[g] == 1}
             triangles[mesh] = int(sum(m.mesh_facenum[k] for k in robot))
             env.reset(seed=5)
             images[mesh] = [env.step(a)[0] for a in actions]
