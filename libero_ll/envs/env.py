@@ -12,13 +12,11 @@ from libero_ll.bddl.parser import parse_file
 from libero_ll.bddl.spec import TaskSpec
 from libero_ll.bddl.validate import BddlWarning, validate_with_warnings
 from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
-from libero_ll.envs.render import CameraRenderer, prepare_offscreen, simplify_meshes
+from libero_ll.envs.render import ROBOT_MESHES, CameraRenderer, draw_robot, prepare_offscreen
 from libero_ll.errors import LiberoError
 
 CAMERAS = {"agentview_rgb": "agentview", "eye_in_hand_rgb": "robot0_eye_in_hand"}
 ROBOT_PREFIXES = ("robot0_", "gripper0_", "fixed_mount0_")
-# How the robot is drawn (EnvConfig.robot_mesh).
-ROBOT_MESHES = ("visual", "simplified", "collision")
 CONTROLLERS = ("lean", "robosuite")
 
 
@@ -169,16 +167,7 @@ class LiberoEnv:
             if m.geom_group[g] == 0 and body.startswith(ours):
                 m.geom_group[g] = 2
         robot = [g for g, body in enumerate(bodies) if body.startswith(ROBOT_PREFIXES)]
-        robot_visual = [g for g in robot if m.geom_group[g] == 1 and m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH]
-        if self.config.robot_mesh == "collision":
-            for g in robot_visual:
-                m.geom_group[g] = 3
-            for g in robot:
-                if m.geom_group[g] == 0:
-                    m.geom_group[g] = 1
-                    m.geom_rgba[g] = (0.82, 0.82, 0.84, 1.0) if "finger" not in bodies[g] else (0.25, 0.25, 0.27, 1.0)
-        elif self.config.robot_mesh == "simplified":
-            simplify_meshes(m, m.geom_dataid[robot_visual])
+        draw_robot(m, robot, bodies, self.config.robot_mesh)
 
     def render(self, camera: str, size: int | None = None) -> np.ndarray:
         """An upright RGB image (row 0 is the top) from a named camera, uint8 (H, W, 3)."""

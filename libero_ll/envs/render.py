@@ -61,6 +61,41 @@ def simplify_meshes(model, mesh_ids, cell: float = SIMPLIFY_CELL) -> tuple[int, 
     return before, after
 
 
+# How the robot can be drawn: its detailed visual meshes, the same with about a fifth of their triangles
+# (`simplify_meshes`), or its collision hulls.
+ROBOT_MESHES = ("visual", "simplified", "collision")
+# Colours of the robot's hulls when they are drawn: the arm, and the fingers.
+HULL_RGBA = (0.82, 0.82, 0.84, 1.0)
+FINGER_HULL_RGBA = (0.25, 0.25, 0.27, 1.0)
+
+
+def draw_robot(model, robot_geoms, bodies, robot_mesh: str) -> None:
+    """Make a renderer draw the robot as `robot_mesh` says, in place in the compiled model.
+
+    Its visual meshes are in geom group 1 and its collision hulls in group 0 (robosuite's layout);
+    "collision" hides the meshes (group 3) and shows the hulls in group 1, grey with dark fingers.
+    Physics is untouched. Call it before a renderer is made for the model.
+
+    Args:
+        model: the MjModel.
+        robot_geoms: ids of the robot's geoms.
+        bodies: per model geom, the name of its body (the fingers' hulls are told by theirs).
+        robot_mesh: one of ROBOT_MESHES (checked by the caller).
+    """
+    import mujoco
+
+    visual = [g for g in robot_geoms if model.geom_group[g] == 1 and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH]
+    if robot_mesh == "collision":
+        for g in visual:
+            model.geom_group[g] = 3
+        for g in robot_geoms:
+            if model.geom_group[g] == 0:
+                model.geom_group[g] = 1
+                model.geom_rgba[g] = FINGER_HULL_RGBA if "finger" in bodies[g] else HULL_RGBA
+    elif robot_mesh == "simplified":
+        simplify_meshes(model, model.geom_dataid[visual])
+
+
 class CameraRenderer:
     """Upright RGB images of a model's cameras, size x size pixels.
 

@@ -6,12 +6,13 @@ robosuite's own controller; Lift under robosuite's controller, as its users run 
 env's whole step: control, physics, observations and, with cameras, both images.
 
 Cameras: agentview and the wrist camera, SIZE x SIZE pixels, drawn for every scene, Lift included,
-by the same renderer with the same settings (libero_ll.envs.render.CameraRenderer: the robot's
-detailed meshes, no shadows, reflections, multisampling or skybox, geoms outside the view left out).
-For reference the run also times Lift drawn with nothing left out, Lift with robosuite's own camera
-observations (its default render settings), and our scenes with robot_mesh=simplified (the robot's detailed
-meshes drawn with about a fifth of their triangles) and robot_mesh=collision (the robot drawn from its
-collision hulls, the `cpu` preset's choice).
+by the same renderer with the same settings (libero_ll.envs.render.CameraRenderer: no shadows,
+reflections, multisampling or skybox, geoms outside the view left out). The robot is drawn the same
+way on both sides of a ratio: with its detailed meshes in the first rows; with robot_mesh=simplified
+(the detailed meshes with about a fifth of their triangles) and robot_mesh=collision (its collision
+hulls, the `cpu` preset's choice) against Lift's robot drawn the same way. For reference the run also
+times Lift drawn with nothing left out and Lift with robosuite's own camera observations (its default
+render settings).
 
 Each rate is the median of --repeats runs of --steps random small actions (the same sequence for
 every env, each run from the same start); the runs of all settings are interleaved so that a busy
@@ -62,9 +63,10 @@ class Lift:
         size: camera image size, pixels.
         own_cameras: use robosuite's camera observations (its render settings) instead of ours.
         cull: our renderer leaves geoms outside the view out.
+        robot_mesh: how our renderer draws the robot (libero_ll.envs.render.ROBOT_MESHES).
     """
 
-    def __init__(self, size: int, own_cameras: bool = False, cull: bool = True):
+    def __init__(self, size: int, own_cameras: bool = False, cull: bool = True, robot_mesh: str = "visual"):
         from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
 
         ensure_gl_backend()
@@ -72,14 +74,18 @@ class Lift:
         import robosuite
         from robosuite.controllers import load_composite_controller_config
 
-        from libero_ll.envs.render import CameraRenderer
+        from libero_ll.envs.env import ROBOT_PREFIXES
+        from libero_ll.envs.render import CameraRenderer, draw_robot
 
         ctrl = load_composite_controller_config(controller="BASIC", robot="Panda")
         cams = {"camera_names": list(CAMERAS), "camera_heights": size, "camera_widths": size}
         self.env = robosuite.make("Lift", robots="Panda", controller_configs=ctrl, has_renderer=False,
                                   has_offscreen_renderer=own_cameras, use_camera_obs=own_cameras, control_freq=20,
                                   **(cams if own_cameras else {}))
-        self.renderer = None if own_cameras else CameraRenderer(self.env.sim.model._model, size, cull=cull)
+        model = self.env.sim.model._model
+        bodies = [self.env.sim.model.body_id2name(b) or "" for b in model.geom_bodyid]
+        draw_robot(model, [g for g, b in enumerate(bodies) if b.startswith(ROBOT_PREFIXES)], bodies, robot_mesh)
+        self.renderer = None if own_cameras else CameraRenderer(model, size, cull=cull)
         self.cameras = own_cameras
 
     def start(self, cameras: bool) -> None:
@@ -118,6 +124,7 @@ def main() -> None:
     lift = Lift(a.size)
     lift_all = Lift(a.size, cull=False)
     lift_own = Lift(a.size, own_cameras=True)
+    lift_mesh = {mesh: Lift(a.size, robot_mesh=mesh) for mesh in ("simplified", "collision")}
     scenes = {}
     for name, task in (("quickstart", QUICKSTART), ("kitchen", KITCHEN)):
         scenes[f"{name}, lean controller"] = Ours(task, a.size, "lean")
@@ -128,6 +135,7 @@ def main() -> None:
     rows = [("robosuite Lift", lift, False), ("robosuite Lift", lift, True),
             ("robosuite Lift, nothing left out of the drawing", lift_all, True),
             ("robosuite Lift, its own camera observations", lift_own, True)]
+    rows += [(f"robosuite Lift, robot_mesh={mesh}", env, True) for mesh, env in lift_mesh.items()]
     for label, env in scenes.items():
         if "robot_mesh" not in label:
             rows.append((label, env, False))
@@ -141,12 +149,15 @@ def main() -> None:
     print(f"MUJOCO_GL={os.environ.get('MUJOCO_GL')}; {a.steps} steps per run, median of {a.repeats} runs; "
           f"cameras: two of {a.size}x{a.size} px, the same render settings for every scene")
     print(f"{'env':48s} {'no cameras':>11s} {'ratio':>6s}   {'two cameras':>11s} {'ratio':>6s}")
-    base_plain, base_cams = rate[("robosuite Lift", False)], rate[("robosuite Lift", True)]
+    print("(a robot_mesh row's ratio with cameras is against Lift with the same robot_mesh)")
+    base_plain = rate[("robosuite Lift", False)]
     for label in dict.fromkeys(r[0] for r in rows):
         plain, cams = rate.get((label, False)), rate.get((label, True))
+        mesh = label.split("robot_mesh=")[1] if "robot_mesh=" in label else None
+        base_cams = rate[(f"robosuite Lift, robot_mesh={mesh}" if mesh else "robosuite Lift", True)]
         left = f"{plain:11.1f} {plain / base_plain:5.2f}x" if plain else f"{'-':>11s} {'':6s}"
         print(f"{label:48s} {left}   {cams:11.1f} {cams / base_cams:5.2f}x")
-    for env in [lift, lift_all, lift_own, *scenes.values()]:
+    for env in [lift, lift_all, lift_own, *lift_mesh.values(), *scenes.values()]:
         env.close()
 
 

@@ -86,3 +86,41 @@ def test_unknown_robot_mesh_is_named():
     task = Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl"
     with pytest.raises(LiberoError, match="robot_mesh must be one of visual, simplified, collision, not 'hulls'"):
         LiberoEnv(task, EnvConfig(image_size=32, robot_mesh="hulls"))
+
+
+def test_robot_drawn_from_its_hulls_moves_as_the_detailed_one():
+    import mujoco
+
+    from libero_ll.envs.env import ROBOT_PREFIXES, EnvConfig, LiberoEnv
+    from libero_ll.envs.render import FINGER_HULL_RGBA, HULL_RGBA, VISIBLE_GROUPS
+
+    task = Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl"
+    rng = np.random.default_rng(2)
+    actions = [np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])] for _ in range(6)]
+    states, images = {}, {}
+    for mesh in ("visual", "collision"):
+        env = LiberoEnv(task, EnvConfig(image_size=48, robot_mesh=mesh))
+        try:
+            m = env.model
+            robot = [g for g in range(m.ngeom)
+                     if (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]) or "").startswith(ROBOT_PREFIXES)]
+            drawn = [g for g in robot if VISIBLE_GROUPS[m.geom_group[g]]]
+            meshes = [g for g in drawn if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH and m.geom_contype[g] == 0
+                      and m.geom_conaffinity[g] == 0]
+            if mesh == "collision":
+                # The hulls are drawn, in their colours, and none of the detailed meshes.
+                hulls = [g for g in drawn if m.geom_contype[g] or m.geom_conaffinity[g]]
+                assert hulls and not meshes
+                colours = {tuple(np.round(m.geom_rgba[g].astype(float), 2)) for g in hulls}
+                assert colours == {HULL_RGBA, FINGER_HULL_RGBA}, colours
+            else:
+                assert meshes
+            env.reset(seed=4)
+            images[mesh] = [env.step(a)[0]["eye_in_hand_rgb"] for a in actions]
+            states[mesh] = env.get_state()
+        finally:
+            env.close()
+    # Drawing is all that changes: the same actions give the same states.
+    np.testing.assert_array_equal(states["visual"], states["collision"])
+    assert any((a != b).any() for a, b in zip(images["visual"], images["collision"]))
+    assert all((a != b).any() for a, b in zip(images["collision"], images["collision"][1:]))
