@@ -64,6 +64,37 @@ def load_task_data(
     return TaskData(task_id=int(task_id), demos=demos, task_emb=emb)
 
 
+# Steps from a closing of the fingers on that still count as part of the grasp (`grasp_weights`).
+GRASP_AFTER = 3
+
+
+def grasp_weights(actions: np.ndarray, lengths: Sequence[int], weight: float, before: int) -> np.ndarray:
+    """Loss weight per demo step: `weight` around every closing of the fingers, 1 elsewhere.
+
+    A closing is a step whose gripper command (the last action dimension) is positive where the step
+    before it, if any, was not. The `before` steps leading up to it and the GRASP_AFTER steps from it
+    on get `weight`.
+
+    Args:
+        actions: (N, A) the actions of consecutive demos, concatenated.
+        lengths: the demos' step counts, summing to N.
+        weight: the weight of a grasp's steps.
+        before: steps before a closing that are weighted.
+
+    Returns:
+        (N,) float32.
+    """
+    out = np.ones(len(actions), dtype=np.float32)
+    closed = np.asarray(actions)[:, -1] > 0
+    start = 0
+    for n in lengths:
+        c = closed[start:start + n]
+        for t in np.nonzero(c & ~np.r_[False, c[:-1]])[0]:
+            out[start + max(0, t - before):start + min(n, t + GRASP_AFTER)] = weight
+        start += n
+    return out
+
+
 class SequenceDataset:
     """Windows of ``seq_len`` consecutive steps, cut from demos held in memory (uint8 images).
 
@@ -74,9 +105,19 @@ class SequenceDataset:
         tasks: the tasks whose demos to hold; their embeddings must share one size D.
         seq_len: steps per window (10 in the LIBERO protocol).
         obs_keys: observation keys to hold; every demo must have them.
+        grasp_weight, grasp_steps: with a grasp_weight other than 1, batches carry a ``"weight"`` per step
+            (`grasp_weights`: grasp_weight on the grasp_steps steps before each closing of the fingers
+            and a few after, 1 elsewhere), by which the policy's loss weights each step.
     """
 
-    def __init__(self, tasks: Sequence[TaskData], seq_len: int, obs_keys: Sequence[str]) -> None:
+    def __init__(
+        self,
+        tasks: Sequence[TaskData],
+        seq_len: int,
+        obs_keys: Sequence[str],
+        grasp_weight: float = 1.0,
+        grasp_steps: int = 15,
+    ) -> None:
         if seq_len < 1:
             raise ValueError(f"seq_len must be at least 1, got {seq_len}")
         self.seq_len = int(seq_len)
@@ -140,6 +181,11 @@ class SequenceDataset:
         self._task_pos = self._index[:, 0]
         self._task_emb = np.stack([np.asarray(t.task_emb, dtype=np.float32) for t in tasks])
         self._offsets = np.arange(self.seq_len, dtype=np.int64)
+        self._weight = (
+            grasp_weights(self._arrays["actions"], lengths, float(grasp_weight), int(grasp_steps))
+            if float(grasp_weight) != 1.0
+            else None
+        )
 
     def __len__(self) -> int:
         return int(len(self._start))
@@ -153,9 +199,10 @@ class SequenceDataset:
 
         Returns:
             ``{"obs": {key: (B, seq_len, ...)}, "actions": (B, seq_len, A) float32,
-            "mask": (B, seq_len) bool, "task_emb": (B, D) float32, "task_id": (B,) int64}``.
-            Images stay uint8 (B, seq_len, H, W, 3); low-dimensional observations are float32. Steps
-            past a demo's end repeat its last step and have mask False.
+            "mask": (B, seq_len) bool, "task_emb": (B, D) float32, "task_id": (B,) int64}``, and
+            ``"weight"`` (B, seq_len) float32 when the dataset has a grasp_weight. Images stay uint8
+            (B, seq_len, H, W, 3); low-dimensional observations are float32. Steps past a demo's end
+            repeat its last step and have mask False.
         """
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         B, L = len(idx), self.seq_len
@@ -168,13 +215,16 @@ class SequenceDataset:
             arr = self._arrays[key]
             return torch.from_numpy(np.take(arr, flat, axis=0).reshape(B, L, *arr.shape[1:]))
 
-        return {
+        batch = {
             "obs": {key: gather(key) for key in self.obs_keys},
             "actions": gather("actions"),
             "mask": torch.from_numpy(mask),
             "task_emb": torch.from_numpy(self._task_emb[self._task_pos[idx]]),
             "task_id": torch.from_numpy(self._task_id[idx]),
         }
+        if self._weight is not None:
+            batch["weight"] = torch.from_numpy(self._weight[flat].reshape(B, L))
+        return batch
 
     def num_steps(self) -> int:
         """Total number of demo steps held."""

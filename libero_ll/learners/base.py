@@ -41,6 +41,10 @@ class TrainConfig:
             weights over a stage's optimisation steps (e.g. 0.995). With it on, evaluations during
             training and the kept checkpoint use the averaged weights (parameters; norm statistics stay
             the raw ones); training continues from the raw ones. The decay warms up as min(ema_decay, (1 + n) / (10 + n)) after n steps.
+        grasp_weight: 1 (off, the paper's protocol) or the weight in the loss of the grasp_steps demo steps
+            before each closing of the fingers and the few after it (data.dataset.grasp_weights); the other
+            steps weigh 1, replayed ones included.
+        grasp_steps: steps before a closing of the fingers that grasp_weight covers.
     """
 
     epochs: int = 50
@@ -51,10 +55,21 @@ class TrainConfig:
     grad_clip: float = 100.0
     window_stride: int = 1
     ema_decay: float = 0.0
+    grasp_weight: float = 1.0
+    grasp_steps: int = 15
 
     def __post_init__(self) -> None:
         if not 0.0 <= float(self.ema_decay) < 1.0:
             raise LiberoError(f"train.ema_decay must be in [0, 1), got {self.ema_decay}")
+        if isinstance(self.grasp_weight, bool) or not isinstance(self.grasp_weight, (int, float)) \
+                or not 0.0 < float(self.grasp_weight) < float("inf"):
+            raise LiberoError(f"train.grasp_weight must be a positive number, got {self.grasp_weight!r}")
+        if isinstance(self.grasp_steps, bool) or not isinstance(self.grasp_steps, int) or self.grasp_steps < 0:
+            raise LiberoError(f"train.grasp_steps must be a non-negative integer, got {self.grasp_steps!r}")
+
+    def dataset(self, tasks: list[TaskData], seq_len: int, obs_keys: list[str]) -> SequenceDataset:
+        """The windows of `tasks` with this config's grasp weighting."""
+        return SequenceDataset(tasks, seq_len, obs_keys, self.grasp_weight, self.grasp_steps)
 
 
 class Learner:

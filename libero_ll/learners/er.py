@@ -54,7 +54,7 @@ class ER(Learner):
     def _remember(self, data: TaskData, chosen: list[int]) -> None:
         self.memory.append(TaskData(data.task_id, [data.demos[i] for i in chosen], data.task_emb))
         seq_len = self.policy.seq_len
-        self.replay = SequenceDataset(self.memory, seq_len, self.policy.image_keys + self.policy.lowdim_keys)
+        self.replay = self.train_cfg.dataset(self.memory, seq_len, self.policy.image_keys + self.policy.lowdim_keys)
 
     def memory_bytes(self) -> int:
         """Size of the replay memory, bytes."""

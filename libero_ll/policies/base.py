@@ -195,17 +195,23 @@ class BasePolicy(nn.Module):
 
         Args:
             batch: {"obs": {key: (B, T, ...)}, "actions": (B, T, A) in [-1, 1], "mask": (B, T) bool,
-                "task_emb": (B, D)}; images uint8 HWC.
+                "task_emb": (B, D)}; images uint8 HWC. An optional "weight" (B, T) weights each step's
+                terms (SequenceDataset's grasp_weight): the loss is then their weighted mean.
 
         Returns:
             A scalar tensor (nats per action).
         """
         mask = self._batch_mask(batch)
         actions = torch.as_tensor(batch["actions"]).to(self.device, torch.float32)
+        weight = batch.get("weight")
+        if weight is not None:
+            weight = torch.as_tensor(weight).to(self.device, torch.float32)
         if self.action_chunk == 1:
             nll = -self.head(self.features(batch)).log_prob(actions)
             # where(), not a product: a padded position's NLL may be inf and inf * 0 is NaN.
             nll = torch.where(mask, nll, torch.zeros((), device=nll.device))
+            if weight is not None:
+                return (nll * weight).sum() / (mask * weight).sum().clamp(min=1e-6)
             return nll.sum() / mask.sum().clamp(min=1)
         # Step t predicts the actions of steps t .. t+C-1; those past the window or the demo's end are
         # left out of the likelihood, so the loss is in nats per predicted action.
@@ -219,6 +225,9 @@ class BasePolicy(nn.Module):
         logits, means, stds = self.head.params(self.features(batch))
         log_p = gmm_log_prob(logits, means, stds, targets, valid)
         nll = torch.where(mask, -log_p, torch.zeros((), device=log_p.device))
+        if weight is not None:
+            # A step's weight covers the actions it predicts.
+            return (nll * weight).sum() / (known.sum(-1) * weight).sum().clamp(min=1e-6)
         return nll.sum() / known.sum().clamp(min=1)
 
     def reset(self, num_envs: int, env_ids: Any = None) -> None:

@@ -113,3 +113,47 @@ def test_load_task_data_from_a_demo_file(tmp_path):
     assert task.num_steps() == 4
     ds = SequenceDataset([task], seq_len=10, obs_keys=KEYS)
     assert len(ds) == 4 and ds.get_batch([0])["mask"].sum() == 4
+
+
+def gripper_demo(T, closes, opens=()):
+    """A demo whose gripper command closes at the steps in `closes` and opens at those in `opens`."""
+    d = demo_dict(T, 0)
+    grip = np.full(T, -1.0)
+    for t in sorted([(t, 1.0) for t in closes] + [(t, -1.0) for t in opens]):
+        grip[t[0]:] = t[1]
+    d["actions"] = d["actions"].copy()
+    d["actions"][:, -1] = grip
+    return d
+
+
+def test_grasp_weight_covers_the_steps_before_every_closing_of_the_fingers():
+    from libero_ll.data.dataset import GRASP_AFTER, grasp_weights
+
+    # Demo 0 closes at step 6, opens at 12 and closes again at 16; demo 1 starts closed.
+    demos = [gripper_demo(20, closes=[6, 16], opens=[12]), gripper_demo(8, closes=[0])]
+    task = TaskData(task_id=0, demos=demos, task_emb=np.zeros(4))
+    ds = SequenceDataset([task], seq_len=3, obs_keys=KEYS, grasp_weight=3.0, grasp_steps=4)
+    expected = np.ones(28, dtype=np.float32)
+    expected[2:6 + GRASP_AFTER] = 3.0
+    expected[12:16 + GRASP_AFTER] = 3.0
+    expected[20:20 + GRASP_AFTER] = 3.0
+    weights = grasp_weights(np.concatenate([d["actions"] for d in demos]), [20, 8], 3.0, 4)
+    np.testing.assert_array_equal(weights, expected)
+    # Batches carry the weight of each of their steps; a padded step repeats the demo's last one.
+    batch = ds.get_batch([1, 5, 19])
+    np.testing.assert_array_equal(batch["weight"].numpy(), [expected[1:4], expected[5:8], [1.0, 1.0, 1.0]])
+    # Without a grasp weight, batches carry none.
+    assert "weight" not in SequenceDataset([task], seq_len=3, obs_keys=KEYS).get_batch([1])
+
+
+def test_bad_grasp_settings_are_named():
+    from libero_ll.errors import LiberoError
+    from libero_ll.learners.base import TrainConfig
+
+    for bad in (0, -1.0, float("inf"), "3", True):
+        with pytest.raises(LiberoError, match="train.grasp_weight must be a positive number"):
+            TrainConfig(grasp_weight=bad)
+    for bad in (-1, 2.5, None):
+        with pytest.raises(LiberoError, match="train.grasp_steps must be a non-negative integer"):
+            TrainConfig(grasp_steps=bad)
+    TrainConfig(grasp_weight=3, grasp_steps=0)

@@ -72,6 +72,31 @@ def test_er_mixes_replay_of_earlier_tasks():
     assert ids.count(1) == 4 and ids.count(0) == 3
 
 
+def test_er_replays_with_the_grasp_weight_of_the_current_data():
+    torch.manual_seed(0)
+    policy = make_policy("resnet_t", TINY, META)
+    train = TrainConfig(epochs=1, batch_size=4, grasp_weight=3.0, grasp_steps=5)
+    learner = make_learner("er", policy, train, {"replay_batch_size": 3, "memory_demos": 2})
+    t0, t1 = _task(0), _task(1)
+    learner.start_task(0, t0)
+    learner.end_task(0, t0)
+    seen = {}
+    original = policy.compute_loss
+
+    def spy(batch):
+        seen["weight"] = batch["weight"].clone()
+        return original(batch)
+
+    policy.compute_loss = spy
+    learner.start_task(1, t1)
+    ds = train.dataset([t1], 4, ["agentview_rgb", "gripper_states"])
+    assert np.isfinite(learner.observe(ds.get_batch(np.arange(4))))
+    # The replayed windows carry weights from the same rule (the random demos close their fingers often).
+    assert seen["weight"].shape == (7, 4)
+    assert (seen["weight"][4:] == 3.0).any()
+    assert set(seen["weight"].unique().tolist()) <= {1.0, 3.0}
+
+
 def test_unknown_learner_and_option_are_named():
     policy = make_policy("resnet_t", TINY, META)
     with pytest.raises(LiberoError, match="seql"):

@@ -80,3 +80,29 @@ def test_sampled_chunks_and_config_errors():
         tiny_policy("resnet_t", action_chunk=0)
     with pytest.raises(LiberoError, match="encoder_stem"):
         tiny_policy("resnet_rnn", encoder_stem="pixel")
+
+
+@pytest.mark.parametrize("chunk", [1, C])
+def test_step_weights_give_the_weighted_mean_of_the_steps_terms(chunk):
+    """A batch's "weight" (SequenceDataset's grasp_weight) weights each step's terms; all ones change nothing."""
+    policy = tiny_policy("resnet_t", action_chunk=chunk, gmm_modes=1).eval()
+    batch = make_batch(b=2, t=5)
+    batch["mask"][1, 3:] = False
+    plain = policy.compute_loss(batch).item()
+    assert policy.compute_loss({**batch, "weight": torch.ones(2, 5)}).item() == pytest.approx(plain, rel=1e-6)
+    with torch.no_grad():
+        _, means, stds = policy.head.params(policy.features(batch))
+    means, stds = means[:, :, 0].view(2, 5, chunk, 7), stds[:, :, 0].view(2, 5, chunk, 7)
+    weight = torch.tensor([[1.0, 1.0, 4.0, 4.0, 1.0], [4.0, 1.0, 1.0, 1.0, 1.0]])
+    total, count = 0.0, 0.0
+    for b in range(2):
+        for t in range(5):
+            for k in range(chunk):
+                if t + k < 5 and batch["mask"][b, t] and batch["mask"][b, t + k]:
+                    a, m, s = batch["actions"][b, t + k], means[b, t, k], stds[b, t, k]
+                    nll = float((0.5 * ((a - m) / s) ** 2 + torch.log(s) + 0.5 * math.log(2 * math.pi)).sum())
+                    total += float(weight[b, t]) * nll
+                    count += float(weight[b, t])
+    weighted = policy.compute_loss({**batch, "weight": weight}).item()
+    assert weighted == pytest.approx(total / count, rel=1e-5)
+    assert weighted != pytest.approx(plain, rel=1e-3)
