@@ -182,6 +182,9 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         cfg = OmegaConf.merge(schema, *layers, dotlist)
     except OmegaConfBaseException as e:
         where = f"{path}: " if path else ""
+        key = getattr(e, "full_key", None)
+        if key and f"'{key}'" not in str(e):
+            where += f"{key}: "
         raise LiberoError(f"{where}{_first_line(e)}") from None
     except ValueError as e:
         raise LiberoError(f"bad override: {e}") from None

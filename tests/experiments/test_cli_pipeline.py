@@ -51,6 +51,11 @@ def test_train_smoke_writes_run_and_metrics(tmp_path, capsys):
 def test_unknown_config_key_is_named(capsys):
     assert main(["train", str(REPO / "configs" / "smoke.yaml"), "train.epochz=3"]) == 2
     assert "epochz" in capsys.readouterr().err
+    # A value of the wrong type names its key, and a value out of range says what is allowed.
+    assert main(["train", str(REPO / "configs" / "smoke.yaml"), "train.grasp_steps=many"]) == 2
+    assert "train.grasp_steps: Value 'many'" in capsys.readouterr().err
+    assert main(["train", str(REPO / "configs" / "smoke.yaml"), "train.grasp_weight=0"]) == 2
+    assert "train.grasp_weight must be a positive number" in capsys.readouterr().err
 
 
 def test_render_writes_png(tmp_path, bowl_task):
