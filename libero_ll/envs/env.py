@@ -16,7 +16,6 @@ from libero_ll.envs.render import ROBOT_MESHES, CameraRenderer, draw_robot, prep
 from libero_ll.errors import LiberoError
 
 CAMERAS = {"agentview_rgb": "agentview", "eye_in_hand_rgb": "robot0_eye_in_hand"}
-ROBOT_PREFIXES = ("robot0_", "gripper0_", "fixed_mount0_")
 CONTROLLERS = ("lean", "robosuite")
 
 
@@ -166,8 +165,7 @@ class LiberoEnv:
         for g, body in enumerate(bodies):
             if m.geom_group[g] == 0 and body.startswith(ours):
                 m.geom_group[g] = 2
-        robot = [g for g, body in enumerate(bodies) if body.startswith(ROBOT_PREFIXES)]
-        draw_robot(m, robot, bodies, self.config.robot_mesh)
+        draw_robot(m, bodies, self.config.robot_mesh)
 
     def render(self, camera: str, size: int | None = None) -> np.ndarray:
         """An upright RGB image (row 0 is the top) from a named camera, uint8 (H, W, 3)."""

@@ -25,7 +25,7 @@ def prepare_offscreen(model, size: int) -> None:
 SIMPLIFY_CELL = 0.008
 
 
-def simplify_meshes(model, mesh_ids, cell: float = SIMPLIFY_CELL) -> tuple[int, int]:
+def simplify_meshes(model, mesh_ids, cell: float = SIMPLIFY_CELL) -> None:
     """Draw meshes with fewer triangles: merge each mesh's vertices that share a cell of a `cell`-metre grid.
 
     Vertex clustering, in place in the compiled model: every vertex stands for the first vertex of
@@ -33,11 +33,7 @@ def simplify_meshes(model, mesh_ids, cell: float = SIMPLIFY_CELL) -> tuple[int, 
     kept triangles are written at the start of each mesh's faces and its face count is lowered, so
     only what is drawn changes (no vertex moves). Use it on meshes that do not collide (visual
     meshes), before a renderer is made for the model: a renderer uploads the meshes when it is made.
-
-    Returns:
-        (triangles before, triangles after) over the meshes.
     """
-    before = after = 0
     for k in sorted({int(i) for i in mesh_ids}):
         va, vn = model.mesh_vertadr[k], model.mesh_vertnum[k]
         fa, fn = model.mesh_faceadr[k], model.mesh_facenum[k]
@@ -56,11 +52,10 @@ def simplify_meshes(model, mesh_ids, cell: float = SIMPLIFY_CELL) -> tuple[int, 
         model.mesh_facenormal[fa:fa + len(merged)] = normals
         model.mesh_facetexcoord[fa:fa + len(merged)] = texcoords
         model.mesh_facenum[k] = len(merged)
-        before += int(fn)
-        after += len(merged)
-    return before, after
 
 
+# Bodies of the robot, its gripper and its pedestal (robosuite's names) start with one of these.
+ROBOT_PREFIXES = ("robot0_", "gripper0_", "fixed_mount0_")
 # How the robot can be drawn: its detailed visual meshes, the same with about a fifth of their triangles
 # (`simplify_meshes`), or its collision hulls.
 ROBOT_MESHES = ("visual", "simplified", "collision")
@@ -69,7 +64,7 @@ HULL_RGBA = (0.82, 0.82, 0.84, 1.0)
 FINGER_HULL_RGBA = (0.25, 0.25, 0.27, 1.0)
 
 
-def draw_robot(model, robot_geoms, bodies, robot_mesh: str) -> None:
+def draw_robot(model, bodies, robot_mesh: str) -> None:
     """Make a renderer draw the robot as `robot_mesh` says, in place in the compiled model.
 
     Its visual meshes are in geom group 1 and its collision hulls in group 0 (robosuite's layout);
@@ -78,12 +73,13 @@ def draw_robot(model, robot_geoms, bodies, robot_mesh: str) -> None:
 
     Args:
         model: the MjModel.
-        robot_geoms: ids of the robot's geoms.
-        bodies: per model geom, the name of its body (the fingers' hulls are told by theirs).
+        bodies: per model geom, the name of its body (ROBOT_PREFIXES tell the robot's geoms, and
+            "finger" the fingers' hulls).
         robot_mesh: one of ROBOT_MESHES (checked by the caller).
     """
     import mujoco
 
+    robot_geoms = [g for g, body in enumerate(bodies) if body.startswith(ROBOT_PREFIXES)]
     visual = [g for g in robot_geoms if model.geom_group[g] == 1 and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH]
     if robot_mesh == "collision":
         for g in visual:

@@ -183,7 +183,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     except OmegaConfBaseException as e:
         where = f"{path}: " if path else ""
         key = getattr(e, "full_key", None)
-        if key and f"'{key}'" not in str(e):
+        if key:
             where += f"{key}: "
         raise LiberoError(f"{where}{_first_line(e)}") from None
     except ValueError as e:

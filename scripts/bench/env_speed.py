@@ -74,7 +74,6 @@ class Lift:
         import robosuite
         from robosuite.controllers import load_composite_controller_config
 
-        from libero_ll.envs.env import ROBOT_PREFIXES
         from libero_ll.envs.render import CameraRenderer, draw_robot
 
         ctrl = load_composite_controller_config(controller="BASIC", robot="Panda")
@@ -84,7 +83,7 @@ class Lift:
                                   **(cams if own_cameras else {}))
         model = self.env.sim.model._model
         bodies = [self.env.sim.model.body_id2name(b) or "" for b in model.geom_bodyid]
-        draw_robot(model, [g for g, b in enumerate(bodies) if b.startswith(ROBOT_PREFIXES)], bodies, robot_mesh)
+        draw_robot(model, bodies, robot_mesh)
         self.renderer = None if own_cameras else CameraRenderer(model, size, cull=cull)
         self.cameras = own_cameras
 

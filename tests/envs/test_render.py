@@ -91,8 +91,8 @@ def test_unknown_robot_mesh_is_named():
 def test_robot_drawn_from_its_hulls_moves_as_the_detailed_one():
     import mujoco
 
-    from libero_ll.envs.env import ROBOT_PREFIXES, EnvConfig, LiberoEnv
-    from libero_ll.envs.render import FINGER_HULL_RGBA, HULL_RGBA, VISIBLE_GROUPS
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.envs.render import FINGER_HULL_RGBA, HULL_RGBA, ROBOT_PREFIXES, VISIBLE_GROUPS
 
     task = Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl"
     rng = np.random.default_rng(2)

@@ -48,34 +48,10 @@ def test_seql_epoch_changes_weights_and_returns_loss():
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters()))
 
 
-def test_er_mixes_replay_of_earlier_tasks():
+def _er_batch_on_task_1(train: TrainConfig):
+    """ER after task 0: the learner, and the batch its loss sees for the first 4 windows of task 1."""
     torch.manual_seed(0)
     policy = make_policy("resnet_t", TINY, META)
-    learner = make_learner("er", policy, TrainConfig(epochs=1, batch_size=4), {"replay_batch_size": 3, "memory_demos": 2})
-    t0, t1 = _task(0), _task(1)
-    learner.start_task(0, t0)
-    learner.end_task(0, t0)
-    assert learner.replay is not None and len(learner.memory[0].demos) == 2
-    assert learner.memory_bytes() > 0
-    seen = {}
-    original = policy.compute_loss
-
-    def spy(batch):
-        seen["task_id"] = batch["task_id"].clone()
-        return original(batch)
-
-    policy.compute_loss = spy
-    learner.start_task(1, t1)
-    ds = SequenceDataset([t1], 4, ["agentview_rgb", "gripper_states"])
-    learner.observe(ds.get_batch(np.arange(4)))
-    ids = seen["task_id"].tolist()
-    assert ids.count(1) == 4 and ids.count(0) == 3
-
-
-def test_er_replays_with_the_grasp_weight_of_the_current_data():
-    torch.manual_seed(0)
-    policy = make_policy("resnet_t", TINY, META)
-    train = TrainConfig(epochs=1, batch_size=4, grasp_weight=3.0, grasp_steps=5)
     learner = make_learner("er", policy, train, {"replay_batch_size": 3, "memory_demos": 2})
     t0, t1 = _task(0), _task(1)
     learner.start_task(0, t0)
@@ -84,17 +60,31 @@ def test_er_replays_with_the_grasp_weight_of_the_current_data():
     original = policy.compute_loss
 
     def spy(batch):
-        seen["weight"] = batch["weight"].clone()
+        seen.update(batch)
         return original(batch)
 
     policy.compute_loss = spy
     learner.start_task(1, t1)
     ds = train.dataset([t1], 4, ["agentview_rgb", "gripper_states"])
     assert np.isfinite(learner.observe(ds.get_batch(np.arange(4))))
+    return learner, seen
+
+
+def test_er_mixes_replay_of_earlier_tasks():
+    learner, batch = _er_batch_on_task_1(TrainConfig(epochs=1, batch_size=4))
+    assert learner.replay is not None and len(learner.memory[0].demos) == 2
+    assert learner.memory_bytes() > 0
+    ids = batch["task_id"].tolist()
+    assert ids.count(1) == 4 and ids.count(0) == 3
+    assert "weight" not in batch
+
+
+def test_er_replays_with_the_grasp_weight_of_the_current_data():
+    _, batch = _er_batch_on_task_1(TrainConfig(epochs=1, batch_size=4, grasp_weight=3.0, grasp_steps=5))
     # The replayed windows carry weights from the same rule (the random demos close their fingers often).
-    assert seen["weight"].shape == (7, 4)
-    assert (seen["weight"][4:] == 3.0).any()
-    assert set(seen["weight"].unique().tolist()) <= {1.0, 3.0}
+    assert batch["weight"].shape == (7, 4)
+    assert (batch["weight"][4:] == 3.0).any()
+    assert set(batch["weight"].unique().tolist()) <= {1.0, 3.0}
 
 
 def test_unknown_learner_and_option_are_named():
