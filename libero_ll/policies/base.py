@@ -85,6 +85,12 @@ class BasePolicy(nn.Module):
             )
         if not self.image_keys and not self.lowdim_keys:
             raise LiberoError("a policy needs at least one image or low-dim key")
+        for key, positions in self.cfg.lowdim_components.items():
+            size = int(self.shape_meta["lowdim"][key])
+            if max(positions) >= size:
+                raise LiberoError(
+                    f"lowdim_components.{key}: positions {positions} do not fit {key}, which has {size} numbers"
+                )
         self.seq_len = int(self.cfg.seq_len)
         self.action_dim = int(self.shape_meta["action_dim"])
         self.action_chunk = int(self.cfg.action_chunk)
@@ -148,8 +154,15 @@ class BasePolicy(nn.Module):
             if key not in obs:
                 raise LiberoError(f"observation lacks low-dim key {key!r} (has {sorted(obs)})")
             x = torch.as_tensor(obs[key]).to(device, torch.float32)
-            out[key] = (x - getattr(self, f"lowdim_mean_{key}")) / getattr(self, f"lowdim_std_{key}")
+            x = (x - getattr(self, f"lowdim_mean_{key}")) / getattr(self, f"lowdim_std_{key}")
+            positions = self.cfg.lowdim_components.get(key)
+            out[key] = x if positions is None else x[..., positions]
         return out
+
+    def lowdim_size(self, key: str) -> int:
+        """How many numbers of low-dim key ``key`` the policy reads (``lowdim_components``, else all)."""
+        positions = self.cfg.lowdim_components.get(key)
+        return int(self.shape_meta["lowdim"][key]) if positions is None else len(positions)
 
     def set_lowdim_stats(self, stats: Mapping[str, tuple[np.ndarray, np.ndarray]], min_std: float = 1e-2) -> None:
         """Standardise each low-dim input with (mean, std) from training data; stds below `min_std` are raised."""

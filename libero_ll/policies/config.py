@@ -22,6 +22,12 @@ class PolicyConfig:
     # Observation keys fed to the policy: one image encoder per camera, one input per low-dim key.
     image_keys: list[str] = field(default_factory=lambda: ["agentview_rgb", "eye_in_hand_rgb"])
     lowdim_keys: list[str] = field(default_factory=lambda: ["joint_states", "gripper_states"])
+    # Which numbers of a low-dim key the policy reads, by position (from 0): {key: [i, ...]}. A key not
+    # named here is read whole (the paper's). With {ee_states: [2, 3, 4, 5]} the policy reads the hand's
+    # height and orientation but not where it is over the table, which it must then see in the images: the
+    # expert's approach is the same line from the same start in every demo, and a policy told the hand's x
+    # and y follows that line instead of looking where the object is (docs/policies.md).
+    lowdim_components: dict[str, list[int]] = field(default_factory=dict)
     # Steps per training window (and, for the transformers, the longest history used at run time).
     seq_len: int = 10
     # Components of the Gaussian-mixture head.
@@ -55,6 +61,7 @@ class PolicyConfig:
         self.lowdim_keys = [str(k) for k in self.lowdim_keys]
         self.gmm_hidden = [int(h) for h in self.gmm_hidden]
         self.jitter = [float(j) for j in self.jitter]
+        self.lowdim_components = self._check_components(self.lowdim_components)
         self.require_positive("seq_len gmm_modes action_chunk")
         if any(h < 1 for h in self.gmm_hidden):
             raise self.error(f"gmm_hidden widths must be at least 1, got {self.gmm_hidden}")
@@ -64,6 +71,31 @@ class PolicyConfig:
             raise self.error(f"shift_pad must be ≥ 0, got {self.shift_pad}")
         if len(self.jitter) != 3 or min(self.jitter) < 0:
             raise self.error(f"jitter must be 3 non-negative strengths, got {self.jitter}")
+
+    def _check_components(self, components) -> dict[str, list[int]]:
+        """``lowdim_components`` as {key: [int, ...]}: keys among lowdim_keys, each a non-empty list of
+        distinct positions ≥ 0 (whether they fit the key's size is checked when the policy is built)."""
+        if components is None:
+            return {}
+        if not hasattr(components, "items"):
+            raise self.error(f"lowdim_components must map low-dim keys to lists of positions, got {components!r}")
+        out: dict[str, list[int]] = {}
+        for key, positions in components.items():
+            key = str(key)
+            if key not in self.lowdim_keys:
+                raise self.error(f"lowdim_components names {key!r}, which is not in lowdim_keys {self.lowdim_keys}")
+            if isinstance(positions, (str, bytes)) or not hasattr(positions, "__iter__"):
+                raise self.error(f"lowdim_components.{key} must be a list of positions, got {positions!r}")
+            try:
+                chosen = [int(i) for i in positions]
+            except (TypeError, ValueError):
+                raise self.error(f"lowdim_components.{key} must be a list of integers, got {list(positions)!r}") from None
+            if not chosen:
+                raise self.error(f"lowdim_components.{key} is empty; leave {key} out of lowdim_keys instead")
+            if min(chosen) < 0 or len(set(chosen)) != len(chosen):
+                raise self.error(f"lowdim_components.{key} must be distinct positions from 0, got {chosen}")
+            out[key] = chosen
+        return out
 
     # ---- helpers for the architectures' own checks -------------------------------------------------
 

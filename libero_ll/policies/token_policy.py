@@ -44,7 +44,7 @@ class TokenTransformerPolicy(BasePolicy):
         self.lowdim = nn.ModuleDict(
             {
                 key: nn.Sequential(
-                    nn.Linear(int(self.shape_meta["lowdim"][key]), c.extra_embedding_size),
+                    nn.Linear(self.lowdim_size(key), c.extra_embedding_size),
                     nn.ReLU(),
                     nn.Linear(c.extra_embedding_size, e),
                 )

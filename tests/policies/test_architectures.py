@@ -257,6 +257,51 @@ def test_config_errors_name_the_key(name):
     assert dataclasses.asdict(policy.cfg)["embed_size"] == TINY[name]["embed_size"]
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_lowdim_components_leave_the_other_numbers_unread(name):
+    from omegaconf import OmegaConf
+
+    # Through a config file's section, as a preset gives it.
+    cfg = OmegaConf.create({**TINY[name], "lowdim_components": {"joint_states": [0, 2]}})
+    torch.manual_seed(0)
+    policy = make_policy(name, cfg, SHAPE_META).eval()
+    assert policy.cfg.lowdim_components == {"joint_states": [0, 2]}
+    assert policy.lowdim_size("joint_states") == 2 and policy.lowdim_size("gripper_states") == 2
+    batch = make_batch()
+    with torch.no_grad():
+        base = policy.features(batch)
+        batch["obs"]["joint_states"][..., [1, 3, 4, 5, 6]] += 5.0
+        hidden = policy.features(batch)
+        batch["obs"]["joint_states"][..., 2] += 5.0
+        shown = policy.features(batch)
+    assert torch.equal(base, hidden)
+    assert (shown - base).abs().sum() > 1e-3
+    # Rollouts read the same numbers from whole observations.
+    emb = batch["task_emb"].numpy()
+    policy.reset(3)
+    assert policy.act(step_obs(batch, 0), emb).shape == (3, 7)
+    # Fewer inputs, not the same inputs zeroed: the first layer is smaller.
+    assert sum(p.numel() for p in policy.parameters()) < sum(p.numel() for p in tiny_policy(name).parameters())
+
+
+@pytest.mark.parametrize(
+    "components, message",
+    [
+        ({"joint_states": [7]}, "positions \\[7\\] do not fit joint_states, which has 7"),
+        ({"joint_states": []}, "lowdim_components.joint_states is empty"),
+        ({"joint_states": [1, 1]}, "distinct positions"),
+        ({"joint_states": [-1]}, "distinct positions"),
+        ({"joint_states": ["x"]}, "list of integers"),
+        ({"joint_states": 3}, "lowdim_components.joint_states must be a list"),
+        ({"ee_states": [0]}, "names 'ee_states', which is not in lowdim_keys"),
+        ([1, 2], "must map low-dim keys"),
+    ],
+)
+def test_lowdim_components_errors_say_what_is_wrong(components, message):
+    with pytest.raises(LiberoError, match=message):
+        make_policy("resnet_t", {**TINY["resnet_t"], "lowdim_components": components}, SHAPE_META)
+
+
 def test_architecture_specific_config_errors():
     with pytest.raises(LiberoError, match="rnn_dropout"):
         ResNetRNNConfig(rnn_dropout=1.5)

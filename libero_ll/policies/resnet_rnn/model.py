@@ -71,7 +71,7 @@ class ResNetRNNPolicy(BasePolicy):
                 for key in self.image_keys
             }
         )
-        lowdim_size = sum(int(self.shape_meta["lowdim"][k]) for k in self.lowdim_keys)
+        lowdim_size = sum(self.lowdim_size(k) for k in self.lowdim_keys)
         self.input_size = len(self.image_keys) * c.embed_size + lowdim_size + c.language_proj_size
         self.rnn = nn.LSTM(
             self.input_size,
