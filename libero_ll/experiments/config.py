@@ -178,7 +178,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     schema = OmegaConf.structured(ExperimentConfig)
     try:
         layers = _read_layers(Path(path)) if path else []
-        dotlist = OmegaConf.from_dotlist(list(overrides or []))
+        dotlist = OmegaConf.merge(*[_read_override(o) for o in overrides or []]) if overrides else OmegaConf.create()
         cfg = OmegaConf.merge(schema, *layers, dotlist)
     except OmegaConfBaseException as e:
         where = f"{path}: " if path else ""
@@ -189,6 +189,22 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     except ValueError as e:
         raise LiberoError(f"bad override: {e}") from None
     return cfg
+
+
+def _read_override(override: str):
+    """One `key=value` override as a config, or a LiberoError naming it when its value is not YAML."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    try:
+        return OmegaConf.from_dotlist([str(override)])
+    except yaml.YAMLError as e:
+        problem = str(getattr(e, "problem", None) or _first_line(e))
+        raise LiberoError(
+            f"override {override!r}: the value is not valid YAML ({problem}); set one key of a mapping with "
+            "a dotted key (policy.cfg.lowdim_components.ee_states=[2,3]) or write the mapping with a space "
+            "after each colon ({ee_states: [2, 3]})"
+        ) from None
 
 
 def _read_layers(path: Path, seen: tuple = ()) -> list:

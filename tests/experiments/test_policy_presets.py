@@ -27,3 +27,11 @@ def test_policy_cfg_overrides_by_name_and_bad_entries_are_named():
     cfg = load_config(CONFIGS / "cpu.yaml", ["policy.by_name.vit_t.patch_sise=8"])
     with pytest.raises(LiberoError, match="policy.by_name.vit_t.*patch_sise"):
         check_components(cfg)
+
+
+def test_an_override_whose_value_is_not_yaml_is_named():
+    cfg = load_config(CONFIGS / "cpu.yaml", ["policy.cfg.lowdim_components={ee_states: [2, 3]}", "seed=7"])
+    assert policy_config(cfg)["lowdim_components"] == {"ee_states": [2, 3]} and cfg.seed == 7
+    bad = "policy.cfg.lowdim_components={ee_states:[2,3]}"
+    with pytest.raises(LiberoError, match=r"override 'policy\.cfg\.lowdim_components=.*not valid YAML"):
+        load_config(CONFIGS / "cpu.yaml", ["seed=7", bad])
