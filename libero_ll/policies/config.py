@@ -24,9 +24,8 @@ class PolicyConfig:
     lowdim_keys: list[str] = field(default_factory=lambda: ["joint_states", "gripper_states"])
     # Which numbers of a low-dim key the policy reads, by position (from 0): {key: [i, ...]}. A key not
     # named here is read whole (the paper's). With {ee_states: [2, 3, 4, 5]} the policy reads the hand's
-    # height and orientation but not where it is over the table, which it must then see in the images: the
-    # expert's approach is the same line from the same start in every demo, and a policy told the hand's x
-    # and y follows that line instead of looking where the object is (docs/policies.md).
+    # height and orientation but not where it is over the table, which it must then see in the images
+    # (measured in docs/policies.md; no preset uses it).
     lowdim_components: dict[str, list[int]] = field(default_factory=dict)
     # Steps per training window (and, for the transformers, the longest history used at run time).
     seq_len: int = 10
