@@ -178,7 +178,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     schema = OmegaConf.structured(ExperimentConfig)
     try:
         layers = _read_layers(Path(path)) if path else []
-        dotlist = OmegaConf.merge(*[_read_override(o) for o in overrides or []]) if overrides else OmegaConf.create()
+        dotlist = OmegaConf.merge(OmegaConf.create(), *[_read_override(o) for o in overrides or []])
         cfg = OmegaConf.merge(schema, *layers, dotlist)
     except OmegaConfBaseException as e:
         where = f"{path}: " if path else ""
@@ -201,9 +201,8 @@ def _read_override(override: str):
     except yaml.YAMLError as e:
         problem = str(getattr(e, "problem", None) or _first_line(e))
         raise LiberoError(
-            f"override {override!r}: the value is not valid YAML ({problem}); set one key of a mapping with "
-            "a dotted key (policy.cfg.lowdim_components.ee_states=[2,3]) or write the mapping with a space "
-            "after each colon ({ee_states: [2, 3]})"
+            f"override {override!r}: the value is not valid YAML ({problem}); write lists as [a, b] and "
+            "mappings as {key: value} with a space after each colon, or set one key at a time (a.b.key=value)"
         ) from None
 
 
