@@ -195,7 +195,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         if eval_workers > 1:
             from libero_ll.evaluation.vector_eval import ParallelEvaluator
 
-            evaluator = ParallelEvaluator(tasks, env_cfg, eval_workers)
+            evaluator = ParallelEvaluator(tasks, env_cfg, eval_workers, int(cfg.eval.envs_per_worker))
 
         eval_seconds = 0.0
 
@@ -590,6 +590,8 @@ def check_components(cfg, check_init: bool = True) -> None:
         raise LiberoError(f"eval.still_steps must be 0 (off) or a number of steps, got {cfg.eval.still_steps}")
     if int(cfg.eval.workers) < 0:
         raise LiberoError(f"eval.workers must be 0 (one per CPU core) or more, got {cfg.eval.workers}")
+    if int(cfg.eval.envs_per_worker) < 1:
+        raise LiberoError(f"eval.envs_per_worker must be 1 or more, got {cfg.eval.envs_per_worker}")
     if int(cfg.data.collect_workers) < 0:
         raise LiberoError(
             f"data.collect_workers must be 0 (one per CPU core) or more, got {cfg.data.collect_workers}"

@@ -54,6 +54,17 @@ class TargetPolicy(ReachPolicy):
         return np.concatenate([move, np.zeros((len(move), 3)), grip], axis=1).astype(np.float32)
 
 
+class LookPolicy(ReachPolicy):
+    """Like ReachPolicy, but its sideways motion also follows the brightness of each env's own agentview image:
+    a worker whose images were stale, blank or another env's would steer elsewhere."""
+
+    def act(self, obs, task_emb):
+        action = super().act(obs, task_emb)
+        brightness = obs["agentview_rgb"].reshape(len(action), -1).mean(1) / 255.0
+        action[:, 1] = np.clip(action[:, 1] + 4.0 * (brightness - 0.45), -1, 1)
+        return action
+
+
 def _same(a, b) -> None:
     assert [(r.index, r.success, r.steps) for r in a] == [(r.index, r.success, r.steps) for r in b]
     for x, y in zip(a, b):
@@ -85,6 +96,47 @@ def test_two_workers_step_the_same_rollouts_as_one_process(pool, smoke_envs):
     parallel = pool.rollouts(StillPolicy(), 1, init_states, emb, 3, 40, still_steps=8)
     assert [r.steps for r in parallel] == [r.steps for r in serial]
     assert max(r.steps for r in serial) < 40
+
+
+@pytest.fixture(scope="module")
+def slot_pool(make_smoke_config, tmp_path_factory):
+    """Two workers stepping three rollouts each."""
+    cfg = make_smoke_config(tmp_path_factory.mktemp("slot_pool"), Path("unused"))
+    tasks = suite_tasks(cfg.suite, list(cfg.tasks))
+    env_cfg = EnvConfig(image_size=int(cfg.env.image_size), robot_mesh=str(cfg.env.robot_mesh), max_steps=50)
+    with ParallelEvaluator(tasks, env_cfg, workers=2, envs_per_worker=3) as p:
+        yield p
+
+
+def test_several_rollouts_per_worker_step_the_same_rollouts_as_one_process(slot_pool, smoke_envs):
+    env = smoke_envs[0]
+    init_states = env.sample_init_states(4, seed=11)
+    emb = np.zeros(4, dtype=np.float32)
+    # 8 rollouts in 6 slots: two slots take a second rollout; actions that depend on each env's own images.
+    serial = run_rollouts(LookPolicy(), env, init_states, emb, 8, 12)
+    parallel = slot_pool.rollouts(LookPolicy(), 0, init_states, emb, 8, 12)
+    _same(parallel, serial)
+    assert len({r.final_state.tobytes() for r in serial[:4]}) == 4
+    # The images matter: the same rollouts without looking end elsewhere.
+    blind = run_rollouts(ReachPolicy(), env, init_states, emb, 1, 12)
+    assert not np.array_equal(blind[0].final_state, serial[0].final_state)
+    # Rollouts of two tasks share the slots and each task's envs are reused by its next rollouts.
+    states = [e.sample_init_states(2, seed=5) for e in smoke_envs]
+    embs = [np.array([0.0, 0.15, 1.05, 2.0], np.float32), np.array([-0.1, -0.1, 1.15, 6.0], np.float32)]
+    for _ in range(2):
+        together = slot_pool.rollouts_many(TargetPolicy(), [(0, states[0], embs[0], 5), (1, states[1], embs[1], 4)],
+                                           max_steps=16, still_steps=3)
+        for k, count in ((0, 5), (1, 4)):
+            _same(together[k], run_rollouts(TargetPolicy(), smoke_envs[k], states[k], embs[k], count, 16, 3))
+
+
+def test_bad_envs_per_worker_is_an_error(make_smoke_config, tmp_path):
+    from libero_ll.experiments.lifelong import check_components
+
+    with pytest.raises(LiberoError, match="envs_per_worker"):
+        ParallelEvaluator([], EnvConfig(), workers=1, envs_per_worker=0)
+    with pytest.raises(LiberoError, match="eval.envs_per_worker"):
+        check_components(make_smoke_config(tmp_path, tmp_path, "eval.envs_per_worker=0"))
 
 
 def test_rollouts_of_two_tasks_at_once_equal_each_task_alone(pool, smoke_envs):
