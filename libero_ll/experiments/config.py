@@ -198,10 +198,17 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
 
 
 def _read_override(override: str):
-    """One `key=value` override as a config, or a LiberoError naming it when its value is not YAML."""
+    """One `key=value` override as a config, or a LiberoError naming it when it has no `=` or its value
+    is not YAML."""
     import yaml
     from omegaconf import OmegaConf
 
+    key = str(override).partition("=")[0].strip()
+    if "=" not in str(override) or not key:
+        raise LiberoError(
+            f"override {override!r}: expected key=value (e.g. train.epochs=20); "
+            + ("the key is missing" if "=" in str(override) else "there is no '='")
+        )
     try:
         return OmegaConf.from_dotlist([str(override)])
     except yaml.YAMLError as e:

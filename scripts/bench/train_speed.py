@@ -3,8 +3,8 @@
 Each policy is built as a preset builds it (``policy.by_name[name]`` of the config, then its ``policy.cfg``
 when the config names that policy) and trained on random windows of the preset's shape: batch size, image
 size, two cameras, the policy's own low-dim keys and window length. A step is what the learners do: the
-loss, backward, gradient clip and an AdamW step. The device is the GPU when there is one, else the CPU with
-torch's default thread count.
+loss, backward, gradient clip and an AdamW step (fused where the device allows, as the learners' is). The
+device is the GPU when there is one, else the CPU with torch's default thread count.
 
 Usage: python scripts/bench/train_speed.py [--config configs/cpu.yaml] [--steps 30] [--batch N]
        [--policies resnet_t vit_t]
@@ -51,7 +51,9 @@ def random_batch(policy, batch: int, size: int, task_emb_dim: int, device) -> di
 
 def windows_per_second(policy, batch: dict, steps: int, warmup: int = 3) -> float:
     """Windows per second of `steps` optimisation steps on one batch, after `warmup` untimed ones."""
-    opt = torch.optim.AdamW(policy.parameters(), lr=1e-4)
+    from libero_ll.learners.base import adamw
+
+    opt = adamw(policy.parameters(), lr=1e-4, weight_decay=1e-4)
     policy.train()
 
     def step() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,7 @@ def test_an_override_whose_value_is_not_yaml_is_named():
     bad = "policy.cfg.lowdim_components={ee_states:[2,3]}"
     with pytest.raises(LiberoError, match=r"override 'policy\.cfg\.lowdim_components=.*not valid YAML"):
         load_config(CONFIGS / "cpu.yaml", ["seed=7", bad])
+    # An override without '=' or without a key says so (it used to read as a null value).
+    for bad, problem in (("train.epochs", "there is no '='"), ("=5", "the key is missing")):
+        with pytest.raises(LiberoError, match=f"override '{re.escape(bad)}': expected key=value.*{problem}"):
+            load_config(CONFIGS / "cpu.yaml", [bad])

@@ -258,3 +258,28 @@ def test_weight_average_is_evaluated_and_restored_and_survives_a_checkpoint():
 def test_weight_average_decay_out_of_range_is_named():
     with pytest.raises(LiberoError, match="ema_decay"):
         TrainConfig(ema_decay=1.0)
+
+
+def test_the_fused_optimiser_takes_the_steps_of_the_plain_one():
+    from libero_ll.learners.base import adamw
+
+    torch.manual_seed(0)
+    policy = make_policy("resnet_t", TINY, META)
+    learner = make_learner("seql", policy, TrainConfig(epochs=1, batch_size=4, lr=1e-3), {})
+    learner.start_task(0, _task(0))
+    assert learner.optimizer.defaults["fused"]
+    # Both from the same weights and gradients, three steps: the same weights up to rounding.
+    params = [torch.randn(5, 3), torch.randn(7)]
+    start = [p.clone() for p in params]
+    copies = [p.clone() for p in params]
+    fused = adamw(params, lr=1e-2, weight_decay=1e-2)
+    plain = torch.optim.AdamW(copies, lr=1e-2, weight_decay=1e-2, foreach=False)
+    for step in range(3):
+        for p, q in zip(params, copies):
+            p.grad = torch.full_like(p, float(step + 1)) * torch.arange(p.numel()).view_as(p)
+            q.grad = p.grad.clone()
+        fused.step()
+        plain.step()
+    for p, q in zip(params, copies):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
+    assert all((p - s).abs().max() > 1e-3 for p, s in zip(params, start))
