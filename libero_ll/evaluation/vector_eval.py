@@ -40,9 +40,6 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
                 if cmd == "reset":  # args: [(slot, task, initial state, still_steps)]
                     out = []
                     for slot, task, state, still_steps in args:
-                        if slot in busy:
-                            old = busy.pop(slot)
-                            idle.setdefault(old[0], []).append(old[1:3])
                         free = idle.setdefault(task, [])
                         if free:
                             env, where = free.pop()
@@ -64,9 +61,9 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
                         obs, _, info = env.step(action)
                         out.append((obs, bool(info["success"]), still.update(env.data.qpos[where])))
                     conn.send(("ok", out))
-                elif cmd == "finish":  # args: [slot]; the final states, and the envs free for other rollouts
+                elif cmd == "finish":  # args: [(slot,)]; the final states, and the envs free for other rollouts
                     out = []
-                    for slot in args:
+                    for (slot,) in args:
                         task, env, where, _ = busy.pop(slot)
                         out.append(env.get_state())
                         idle.setdefault(task, []).append((env, where))
@@ -145,7 +142,7 @@ class ParallelEvaluator:
         for item in items:
             asked.setdefault(item[0] % self.workers, []).append(item)
         for w, share in asked.items():
-            self._call(w, cmd, share if cmd != "finish" else [slot for slot, in share])
+            self._call(w, cmd, share)
         return {w: [item[0] for item in share] for w, share in asked.items()}
 
     def _gather(self, asked: dict[int, list]) -> dict:

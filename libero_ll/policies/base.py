@@ -307,10 +307,9 @@ class BasePolicy(nn.Module):
         step = {k: torch.as_tensor(np.asarray(obs[k]))[:, None] for k in keys}
 
         # Switching modes walks every submodule (about a millisecond a step for a cpu-size policy), so it is
-        # done only when some module is in training mode; the evaluator puts the policy in eval mode first.
+        # done only for a policy in training mode; the evaluator puts the policy in eval mode first.
         was_training = self.training
-        switch = was_training or any(m.training for m in self.modules())
-        if switch:
+        if was_training:
             self.eval()
         try:
             feats = self.rollout_features(self.encode_steps(self.preprocess(step), emb))
@@ -319,8 +318,8 @@ class BasePolicy(nn.Module):
             if self.action_chunk > 1:
                 action = self._ensemble(action.view(n, self.action_chunk, self.action_dim))
         finally:
-            if switch:
-                self.train(was_training)
+            if was_training:
+                self.train()
         return action.clamp(-1.0, 1.0).float().cpu().numpy()
 
     def _ensemble(self, chunk: torch.Tensor) -> torch.Tensor:
