@@ -2,11 +2,12 @@
 
 A run directory (written by the lifelong loop) holds ``config.yaml`` (the resolved config: name, seed,
 suite, tasks, learner.name, policy.name, ...), ``success.json`` (the success tensor) and, when the loop
-records it, ``resources.json``.
+records it, ``resources.json``; a run made by `libero-ll sweep` also holds ``sweep.json`` (its variant).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -23,6 +24,8 @@ from libero_ll.evaluation.success import SuccessTensor
 REPLAY_LEARNERS = frozenset({"er"})
 # A relative data.dir in a config is looked up from the current directory, then from the repository.
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# Written into a run directory by a sweep (libero_ll.experiments.sweep): {"sweep", "variant", "order"}.
+SWEEP_FILE = "sweep.json"
 
 
 @dataclass
@@ -34,12 +37,15 @@ class Run:
         config: its resolved config as plain dicts and lists.
         tensor: its success tensor.
         resources: its recorded resources, or None when ``resources.json`` is absent.
+        sweep: what a sweep recorded about the run (``sweep.json``: its sweep, variant and task order), or
+            None for a run started by hand.
     """
 
     path: Path
     config: dict
     tensor: SuccessTensor
     resources: RunResources | None
+    sweep: dict | None = None
 
     @property
     def suite(self) -> str:
@@ -60,9 +66,14 @@ class Run:
         return int(seed) if seed is not None else None
 
     @property
-    def method(self) -> tuple[str, str, str]:
-        """(suite, learner, policy): what runs of different seeds share."""
-        return self.suite, self.learner, self.policy
+    def variant(self) -> str:
+        """The overrides a sweep varied for this run besides suite, learner and policy ("" when none)."""
+        return str((self.sweep or {}).get("variant", ""))
+
+    @property
+    def method(self) -> tuple[str, str, str, str]:
+        """(suite, learner, policy, variant): what runs of different seeds (and task orders) share."""
+        return self.suite, self.learner, self.policy, self.variant
 
     @property
     def task_order(self) -> tuple[str, ...]:
@@ -96,11 +107,19 @@ def load_run(path: str | os.PathLike) -> Run:
         ) from None
     if not isinstance(config, dict):
         raise LiberoError(f"{path / 'config.yaml'} does not hold a mapping")
-    return Run(path, config, SuccessTensor.load(path / "success.json"), load_resources(path))
+    sweep = None
+    if (path / SWEEP_FILE).is_file():
+        try:
+            sweep = json.loads((path / SWEEP_FILE).read_text())
+        except (OSError, ValueError) as e:
+            raise LiberoError(f"{path / SWEEP_FILE} cannot be read: {e}") from None
+        if not isinstance(sweep, dict):
+            raise LiberoError(f"{path / SWEEP_FILE} does not hold a JSON object")
+    return Run(path, config, SuccessTensor.load(path / "success.json"), load_resources(path), sweep)
 
 
-def group_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str], list[Run]]:
-    """Runs grouped by (suite, learner, policy), groups and their runs sorted (runs by seed, then path)."""
+def group_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str, str], list[Run]]:
+    """Runs grouped by (suite, learner, policy, variant), groups and their runs sorted (runs by seed, then path)."""
     groups: dict[tuple[str, str, str], list[Run]] = {}
     for run in runs:
         groups.setdefault(run.method, []).append(run)

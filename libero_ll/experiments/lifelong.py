@@ -94,7 +94,7 @@ class _Position:
 
 
 def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | None = None,
-                 envs: list | None = None, timings: dict | None = None) -> Path:
+                 envs: list | None = None, timings: dict | None = None, run_dir: str | Path | None = None) -> Path:
     """Run one lifelong experiment end to end (or continue one) and return its run directory.
 
     Steps: embed instructions, build the policy (optionally from `init_from`), collect missing demos with the
@@ -118,11 +118,13 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             demos and loading all), "eval" (evaluations, the start of evaluation workers included), "train"
             (the rest of the lifelong loop: epochs, checkpoints, end-of-stage work) and "total" (the whole
             call, setup included).
+        run_dir: start the new run in this directory (created if missing; it must not hold a run yet) instead
+            of a fresh `<output_dir>/<name>_<suite>_..._<time>` one; sweeps name their runs this way.
     """
     from omegaconf import OmegaConf
 
     from libero_ll.data.dataset import SequenceDataset
-    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.envs.env import LiberoEnv
     from libero_ll.evaluation.success import SuccessTensor
     from libero_ll.experiments.config import learner_options, policy_config
     from libero_ll.learners import TrainConfig, make_learner
@@ -137,13 +139,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     tasks = suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     names = [t.stem for t in tasks]
 
-    env_cfg = EnvConfig(
-        image_size=int(cfg.env.image_size),
-        robot_mesh=str(cfg.env.robot_mesh),
-        shadows=bool(cfg.env.shadows),
-        reflections=bool(cfg.env.reflections),
-        max_steps=int(cfg.eval.max_steps),
-    )
+    env_cfg = env_config(cfg)
     own_envs = envs is None
     if own_envs:
         envs = [LiberoEnv(t, env_cfg) for t in tasks]
@@ -167,7 +163,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             source = resolve_init_from(str(cfg.init_from))
             load_policy_weights(policy, source)
             log(f"policy initialised from {source}")
-        run_dir = _open_run_dir(cfg, resume, log)
+        run_dir = _open_run_dir(cfg, resume, log, run_dir)
 
         # 2. demonstrations
         t_demos = time.time()
@@ -445,7 +441,20 @@ def _curve(tensor, stage: list[int]) -> str:
     return " ".join(f"{e}:{v:.2f}" for e, v in zip(epochs, means))
 
 
-def _open_run_dir(cfg, resume, log) -> Path:
+def env_config(cfg):
+    """The EnvConfig of a run's environments (the evaluation cap is their episode length)."""
+    from libero_ll.envs.env import EnvConfig
+
+    return EnvConfig(
+        image_size=int(cfg.env.image_size),
+        robot_mesh=str(cfg.env.robot_mesh),
+        shadows=bool(cfg.env.shadows),
+        reflections=bool(cfg.env.reflections),
+        max_steps=int(cfg.eval.max_steps),
+    )
+
+
+def _open_run_dir(cfg, resume, log, run_dir=None) -> Path:
     from omegaconf import OmegaConf
 
     if resume is not None:
@@ -453,14 +462,20 @@ def _open_run_dir(cfg, resume, log) -> Path:
         if not (run_dir / "config.yaml").exists():
             raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
         return run_dir
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = f"{cfg.name}_{Path(cfg.suite).name}_{cfg.learner.name}_{cfg.policy.name}_seed{cfg.seed}_{stamp}"
-    run_dir = Path(cfg.output_dir) / base
-    n = 1
-    while run_dir.exists():  # two runs started in the same second
-        n += 1
-        run_dir = Path(cfg.output_dir) / f"{base}-{n}"
-    (run_dir / "checkpoints").mkdir(parents=True)
+    if run_dir is not None:
+        run_dir = Path(run_dir)
+        if (run_dir / "config.yaml").exists():
+            raise LiberoError(f"{run_dir} already holds a run; continue it with resume instead")
+        (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    else:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        base = f"{cfg.name}_{Path(cfg.suite).name}_{cfg.learner.name}_{cfg.policy.name}_seed{cfg.seed}_{stamp}"
+        run_dir = Path(cfg.output_dir) / base
+        n = 1
+        while run_dir.exists():  # two runs started in the same second
+            n += 1
+            run_dir = Path(cfg.output_dir) / f"{base}-{n}"
+        (run_dir / "checkpoints").mkdir(parents=True)
     tmp = run_dir / ".config.yaml.tmp"
     OmegaConf.save(cfg, tmp)
     os.replace(tmp, run_dir / "config.yaml")
@@ -478,9 +493,13 @@ def _load_state(run_dir: Path) -> dict | None:
     return state
 
 
-def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
+def collect_missing_demos(cfg, tasks: list[Path], env_cfg, log: Callable[[str], None] = print) -> None:
+    """Collect with the expert the demo files of `tasks` that `cfg.data.dir` lacks (`data.*` settings).
+
+    Raises:
+        LiberoError: the expert kept no demo of a task.
+    """
     from libero_ll.data.collect import collect
-    from libero_ll.data.dataset import load_task_data
 
     data_dir = Path(cfg.data.dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -498,6 +517,13 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
             if s.path is None or not Path(s.path).exists():
                 raise LiberoError(f"the expert kept no demo of {s.task}; see `libero-ll collect --dry-run`")
         log(f"collected the demos of {len(missing)} tasks in {time.time() - t0:.0f}s")
+
+
+def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
+    from libero_ll.data.dataset import load_task_data
+
+    collect_missing_demos(cfg, tasks, env_cfg, log)
+    data_dir = Path(cfg.data.dir)
     from libero_ll.data.hdf5 import read_info
     from libero_ll.experts.expert import EXPERT_VERSION
 

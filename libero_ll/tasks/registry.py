@@ -122,11 +122,26 @@ def task_orders(suite: str, n: int = 1, seed: int = 0) -> list[list[str]]:
     """
     if n < 1:
         raise LiberoError(f"task_orders: n must be at least 1, got {n}")
-    names = get_suite(suite).names()
+    return permuted_orders(get_suite(suite).names(), n, seed)
+
+
+def permuted_orders(names: list[str], n: int, seed: int = 0) -> list[list[str]]:
+    """`names` in their own order, then n - 1 other seeded permutations of them, all different (the same
+    seed, the same orders).
+
+    Raises:
+        LiberoError: n is more than the number of orders the tasks have.
+    """
+    import math
+
+    if n > math.factorial(len(names)):
+        raise LiberoError(f"{len(names)} tasks have {math.factorial(len(names))} orders, not {n}")
     rng = np.random.default_rng(seed)
     orders = [list(names)]
-    for _ in range(n - 1):
-        orders.append([names[i] for i in rng.permutation(len(names))])
+    while len(orders) < n:
+        order = [names[i] for i in rng.permutation(len(names))]
+        if order not in orders:
+            orders.append(order)
     return orders
 
 

@@ -253,3 +253,27 @@ def test_refuses_to_replace_a_folder_that_is_not_a_report(tmp_path):
     assert (run / "success.json").exists()
     with pytest.raises(LiberoError, match="no run directory"):
         generate_report([], tmp_path / "out")
+
+
+def test_runs_of_a_sweep_are_grouped_by_their_variant(smoke_runs, tmp_path):
+    """Two ER runs (seeds 1, 2) copied twice and tagged as two variants of a sweep give two rows, named."""
+    import shutil
+
+    dirs = []
+    for variant in ("train.lr=0.1", "train.lr=0.01"):
+        for seed in (1, 2):
+            d = tmp_path / f"{variant}_{seed}"
+            shutil.copytree(smoke_runs[("er", seed)], d)
+            (d / "sweep.json").write_text(json.dumps({"sweep": "s", "variant": variant, "order": None}))
+            dirs.append(d)
+    out = generate_report(dirs, tmp_path / "report")
+    rows = read_csv(out / "libero_table.csv")
+    assert {r["method"] for r in rows} == {"er [train.lr=0.1]", "er [train.lr=0.01]"}
+    assert {r["variant"] for r in rows} == {"train.lr=0.1", "train.lr=0.01"}
+    assert all(r["n"] == "2" for r in rows)
+    runs = read_csv(out / "runs.csv")
+    assert sorted(r["variant"] for r in runs) == ["train.lr=0.01"] * 2 + ["train.lr=0.1"] * 2
+    assert "er [train.lr=0.01]" in (out / "report.html").read_text()
+    (dirs[0] / "sweep.json").write_text("[1]")
+    with pytest.raises(LiberoError, match="sweep.json does not hold a JSON object"):
+        load_run(dirs[0])

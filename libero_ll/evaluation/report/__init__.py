@@ -162,7 +162,7 @@ def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, al
         name = title_of(key)
         html_body.append(
             f"<h3>{html.escape(name)}: suite {html.escape(key[0])}, learner {html.escape(key[1])}, "
-            f"policy {html.escape(key[2])}</h3>"
+            f"policy {html.escape(key[2])}" + (f", {html.escape(key[3])}" if key[3] else "") + "</h3>"
         )
         md += [f"### {name}", ""]
         curve_file = f"plots/curves_{slug}.png"

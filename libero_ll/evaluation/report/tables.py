@@ -100,8 +100,9 @@ def fmt(summary: Summary) -> str:
     return f"{summary.mean:.2f} ± {summary.sem:.2f}"
 
 
-def method_labels(keys: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
-    """A row label per (suite, learner, policy): the learner, the policy, or both, whichever varies."""
+def method_labels(keys: Sequence[tuple[str, str, str, str]]) -> dict[tuple[str, str, str, str], str]:
+    """A row label per (suite, learner, policy, variant): the learner, the policy, or both, whichever
+    varies, then the variant of a sweep's run in brackets when there is one."""
     learners = {k[1] for k in keys}
     policies = {k[2] for k in keys}
     out = {}
@@ -112,6 +113,8 @@ def method_labels(keys: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str, 
             out[key] = key[2]
         else:
             out[key] = f"{key[1]} / {key[2]}"
+        if key[3]:
+            out[key] += f" [{key[3]}]"
     return out
 
 
@@ -119,13 +122,17 @@ def _values(runs: Sequence[MeasuredRun], key: str) -> list[float]:
     return [float(r.metrics[key]) for r in runs]
 
 
-def _summary_record(
-    suite: str, learner: str, policy: str, metric: str, values: list[float], s: Summary
-) -> dict:
+def _method_record(gkey: tuple[str, str, str, str]) -> dict:
+    """The columns naming a method; "variant" only for a sweep's runs that have one."""
+    rec = {"suite": gkey[0], "learner": gkey[1], "policy": gkey[2]}
+    if gkey[3]:
+        rec["variant"] = gkey[3]
+    return rec
+
+
+def _summary_record(gkey: tuple[str, str, str, str], metric: str, values: list[float], s: Summary) -> dict:
     return {
-        "suite": suite,
-        "learner": learner,
-        "policy": policy,
+        **_method_record(gkey),
         "metric": metric,
         "n": s.n,
         "mean": s.mean,
@@ -140,7 +147,7 @@ def libero_table(groups: dict, alpha: float = 0.05, confidence: float = 0.9, see
     """FWT/NBT/AUC per suite (columns) and method (rows), as in the LIBERO paper's Tables 1-2.
 
     Args:
-        groups: (suite, learner, policy) → list of ``MeasuredRun`` (one per seed).
+        groups: (suite, learner, policy, variant) → list of ``MeasuredRun`` (one per seed).
         alpha: significance level of Welch's two-tailed t-test against the best row of each column.
         confidence: coverage of the bootstrap intervals in the CSV records.
         seed: seeds the bootstrap.
@@ -172,7 +179,7 @@ def libero_table(groups: dict, alpha: float = 0.05, confidence: float = 0.9, see
                 # Ties with the best are bold too: the rows cannot be told apart.
                 tied = best is not None and s.mean == stats[best][1].mean
                 cells[(m, suite, key)] = Cell(fmt(s), bold=tied, mark=mark)
-                rec = _summary_record(suite, gkey[1], gkey[2], key, values, s)
+                rec = _summary_record(gkey, key, values, s)
                 rec.update(method=m, best=bool(tied), p_vs_best=p, significant_vs_best=bool(p < alpha))
                 records.append(rec)
     rows = [
@@ -214,15 +221,13 @@ def criteria_table(
             values = _values(runs, key)
             s = summarize(values, confidence, seed)
             row.append(Cell(fmt(s)))
-            records.append(_summary_record(gkey[0], gkey[1], gkey[2], key, values, s))
+            records.append(_summary_record(gkey, key, values, s))
             means[label][key] = s.mean
         stability = cl.cl_stability([r.metrics for r in runs], "equal", skip_missing=True)
         row.append(Cell("n/a" if math.isnan(stability) else f"{stability:.4f}"))
         records.append(
             {
-                "suite": gkey[0],
-                "learner": gkey[1],
-                "policy": gkey[2],
+                **_method_record(gkey),
                 "metric": "CL_stability",
                 "n": len(runs),
                 "mean": stability,
@@ -250,22 +255,19 @@ def criteria_table(
 
 def runs_table(measured: Sequence[MeasuredRun]) -> Table:
     """Every scalar metric of every run (one row per run)."""
-    headers = ["run", "suite", "learner", "policy", "seed"] + list(RUN_SCALARS)
+    variants = any(m.run.variant for m in measured)
+    headers = ["run", "suite", "learner", "policy"] + ["variant"] * variants + ["seed"] + list(RUN_SCALARS)
     rows, records = [], []
     for m in measured:
         r = m.run
-        rec = {
-            "run_dir": str(r.path),
-            "suite": r.suite,
-            "learner": r.learner,
-            "policy": r.policy,
-            "seed": r.seed,
-            "task_order": " > ".join(r.task_order),
-        }
+        rec = {"run_dir": str(r.path), **_method_record(r.method), "seed": r.seed,
+               "task_order": " > ".join(r.task_order)}
         rec.update({k: float(m.metrics[k]) for k in RUN_SCALARS})
         records.append(rec)
         rows.append(
-            [Cell(r.path.name), Cell(r.suite), Cell(r.learner), Cell(r.policy), Cell(str(r.seed))]
+            [Cell(r.path.name), Cell(r.suite), Cell(r.learner), Cell(r.policy)]
+            + [Cell(r.variant)] * variants
+            + [Cell(str(r.seed))]
             + [Cell("n/a" if math.isnan(rec[k]) else f"{rec[k]:.3f}") for k in RUN_SCALARS]
         )
     return Table("Every run", headers, rows, [], records)
@@ -298,7 +300,7 @@ def order_table(method: str, by_order: dict, confidence: float = 0.9, seed: int 
             values = _values(runs, key)
             s = summarize(values, confidence, seed)
             row.append(Cell(fmt(s)))
-            rec = _summary_record(runs[0].run.suite, runs[0].run.learner, runs[0].run.policy, key, values, s)
+            rec = _summary_record(runs[0].run.method, key, values, s)
             rec["task_order"] = " > ".join(order)
             records.append(rec)
         rows.append(row)

@@ -1,0 +1,608 @@
+"""Sweeps: a grid (or list) of config overrides x seeds x task orders, each an ordinary run directory, run on
+Ray (a local Ray started and stopped here, or a cluster), restartable, ending with a report over the runs.
+
+A sweep file is YAML:
+
+    name: table2_cpu                # default: the file's name
+    config: ../cpu.yaml             # the base config, relative to the sweep file
+    overrides:                      # applied to every run (a mapping, or a list of "key=value")
+      train.epochs: 10              # (tasks: here sets the tasks whose orders task_orders permutes)
+    grid:                           # every combination of these values ...
+      learner.name: [seql, er, ewc, packnet, mtl]
+    runs:                           # ... and/or a list of override sets (combined with every grid point)
+      - {train.lr: 0.001}
+    seeds: [100, 200, 300]          # default: the config's seed
+    task_orders: 1                  # n orders: the config's, then seeded permutations; or lists of tasks
+    order_seed: 0                   # seeds the permutations
+    output_dir: runs/sweeps/NAME    # default runs/sweeps/<name>, relative to the current folder
+    resources: {cpus: 2, gpus: 0}   # per run; default from the config (threads, evaluation workers, device)
+
+Every run lives in `<output_dir>/<variant>_seed<seed>[_order<k>]`. A sweep that is killed and started again
+skips the runs that finished, resumes the ones that were killed (as `libero-ll train --resume`) and starts
+the others; a run directory whose config no longer matches the sweep file is an error, never overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import itertools
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from libero_ll.errors import LiberoError
+
+SWEEP_KEYS = ("name", "config", "overrides", "grid", "runs", "seeds", "task_orders", "order_seed", "output_dir",
+              "resources")
+# Set by the sweep itself: seeds, task orders and run directories have keys of their own in the sweep file.
+RESERVED = {"seed": "seeds", "tasks": "task_orders", "output_dir": "output_dir"}
+# Part of the method in a report already (runs.Run.method): not repeated in the variant's label.
+METHOD_KEYS = ("suite", "learner.name", "policy.name")
+LOCK_FILE = ".sweep.lock"
+RUN_LOCK_FILE = ".run.lock"
+LOG_FILE = "log.txt"
+# Environment that the runs need as the sweep's process has it (headless GL, offline language models).
+PASSED_ENV = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "OMP_WAIT_POLICY")
+
+
+@dataclass
+class SweepRun:
+    """One run of a sweep.
+
+    Attributes:
+        key: its directory's name under the sweep's output folder.
+        variant: the overrides that set it apart from the sweep's other variants, as "key=value" joined by
+            ", " (learner, policy and suite left out: a report names those itself); "" when none.
+        overrides: every override of its variant, as (key, value).
+        seed: its seed.
+        order: its task order's number (1 = the config's order), or None when the sweep has one order.
+        cfg: its whole config (an OmegaConf DictConfig).
+        run_dir: its run directory.
+    """
+
+    key: str
+    variant: str
+    overrides: list
+    seed: int
+    order: int | None
+    cfg: Any
+    run_dir: Path
+
+    def state(self) -> str:
+        """"finished", "partial" (started and killed: it will be resumed) or "new"."""
+        from libero_ll.experiments.checkpoint import FINAL_POLICY
+
+        if not (self.run_dir / "config.yaml").exists():
+            return "new"
+        return "finished" if (self.run_dir / FINAL_POLICY).exists() else "partial"
+
+    def record(self, sweep_name: str) -> dict:
+        """What sweep.json holds: which sweep, variant and order made the run."""
+        return {"sweep": sweep_name, "variant": self.variant, "order": self.order, "seed": self.seed,
+                "overrides": [f"{k}={_label(v)}" for k, v in self.overrides]}
+
+
+@dataclass
+class Sweep:
+    """A sweep file, expanded.
+
+    Attributes:
+        name: the sweep's name.
+        path: the sweep file.
+        config: the base config file.
+        output_dir: the folder of its run directories (and of its report, `<output_dir>/report`).
+        runs: every run, in the order they are started.
+        cpus: CPUs per run (None: from each run's config).
+        gpus: GPUs per run (None: one when the cluster has GPUs and the run's device is not "cpu").
+    """
+
+    name: str
+    path: Path
+    config: Path
+    output_dir: Path
+    runs: list[SweepRun] = field(default_factory=list)
+    cpus: float | None = None
+    gpus: float | None = None
+
+
+def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = None,
+               overrides: list[str] | None = None) -> Sweep:
+    """Read a sweep file and expand it into runs, checking every run's config before anything runs.
+
+    Args:
+        path: the sweep file (YAML, see the module's docstring).
+        output_dir: overrides the file's `output_dir`.
+        overrides: "key=value" overrides of every run, after the file's own (e.g. data.dir=/data/quickstart).
+
+    Raises:
+        LiberoError: naming the file and the key (or run) that is wrong: bad YAML, an unknown key, a value of
+            the wrong kind, an override the config does not have, two runs in one directory, a config file
+            that does not exist.
+    """
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise LiberoError(f"sweep file {path} does not exist")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise LiberoError(f"{path}{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    if not isinstance(raw, dict):
+        raise LiberoError(f"{path}: a sweep file holds a mapping (name, config, grid, seeds, ...)")
+    unknown = [k for k in raw if k not in SWEEP_KEYS]
+    if unknown:
+        raise LiberoError(f"{path}: unknown key {unknown[0]!r}; a sweep file has {', '.join(SWEEP_KEYS)}")
+
+    def fail(key: str, msg: str):
+        raise LiberoError(f"{path}: {key}: {msg}")
+
+    name = raw.get("name", path.stem)
+    if not isinstance(name, str) or not name:
+        fail("name", "expected a non-empty string")
+    if not isinstance(raw.get("config"), str):
+        fail("config", "expected the path of a config file (relative to the sweep file), e.g. ../cpu.yaml")
+    config = (path.parent / raw["config"]).resolve()
+    if not config.is_file():
+        fail("config", f"{config} does not exist")
+    base = _overrides(raw.get("overrides") or {}, "overrides", fail, allow_tasks=True)
+    if overrides:
+        try:
+            base += _overrides(list(overrides), "overrides", fail, allow_tasks=True)
+        except LiberoError as e:
+            raise LiberoError(f"command line {str(e).replace(f'{path}: ', '', 1)}") from None
+    if isinstance(raw.get("task_orders"), list) and any(k == "tasks" for k, _ in base):
+        fail("task_orders", "lists the tasks of each order: the overrides cannot set tasks too")
+    variants = _variants(raw, fail)
+    seeds, orders, order_seed, resources = _settings(raw, fail)
+    out = Path(output_dir if output_dir is not None else raw.get("output_dir") or f"runs/sweeps/{name}")
+
+    sweep = Sweep(name, path, config, out, cpus=resources.get("cpus"), gpus=resources.get("gpus"))
+    varying = _varying_keys(variants)
+    for variant in variants:
+        vkey = [f"{k}={_label(v)}" for k, v in variant if k in varying]
+        label = ", ".join(f"{k}={_label(v)}" for k, v in variant if k in varying and k not in METHOD_KEYS)
+        first = _run_config(sweep, base + variant, None, None, out, f"run {'_'.join(vkey) or name}")
+        run_orders = _orders(first, orders, order_seed, fail)
+        for seed in seeds if seeds is not None else [int(first.seed)]:
+            for k, order in enumerate(run_orders):
+                parts = vkey + [f"seed{seed}"] + ([f"order{k + 1}"] if len(run_orders) > 1 else [])
+                key = _dir_name("_".join(parts))
+                cfg = _run_config(sweep, base + variant, seed, order if isinstance(orders, list) or k else None,
+                                  out, f"run {key}")
+                sweep.runs.append(SweepRun(key, label, variant, seed, k + 1 if len(run_orders) > 1 else None, cfg,
+                                           out / key))
+    seen: dict[str, int] = {}
+    for r in sweep.runs:
+        if r.key in seen:
+            raise LiberoError(f"{path}: two runs would share the run directory {r.run_dir} (the same overrides, "
+                              "seed and order twice)")
+        seen[r.key] = 1
+    return sweep
+
+
+def _settings(raw: dict, fail) -> tuple:
+    """The sweep file's seeds, task_orders, order_seed and resources, checked."""
+    seeds = raw.get("seeds")
+    if seeds is not None and (not isinstance(seeds, list) or not seeds
+                              or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)):
+        fail("seeds", f"expected a list of integers, got {seeds!r}")
+    if seeds is not None and len(set(seeds)) != len(seeds):
+        fail("seeds", f"a seed is listed twice: {seeds}")
+    orders = raw.get("task_orders", 1)
+    if isinstance(orders, bool) or not (
+        (isinstance(orders, int) and orders >= 1)
+        or (isinstance(orders, list) and orders and all(isinstance(o, list) and o for o in orders))
+    ):
+        fail("task_orders", f"expected a number of orders (1 or more) or a list of task lists, got {orders!r}")
+    order_seed = raw.get("order_seed", 0)
+    if not isinstance(order_seed, int) or isinstance(order_seed, bool):
+        fail("order_seed", f"expected an integer, got {order_seed!r}")
+    resources = raw.get("resources") or {}
+    if not isinstance(resources, dict) or any(k not in ("cpus", "gpus") for k in resources):
+        fail("resources", f"expected a mapping with cpus and/or gpus, got {resources!r}")
+    for k in ("cpus", "gpus"):
+        v = resources.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0
+                              or (k == "cpus" and v == 0)):
+            fail(f"resources.{k}", f"expected a {'positive' if k == 'cpus' else 'non-negative'} number, got {v!r}")
+    return seeds, orders, order_seed, resources
+
+
+def _overrides(value, where: str, fail, allow_tasks: bool = False) -> list[tuple[str, Any]]:
+    """Overrides as (dotted key, value) from a mapping or a list of "key=value" strings (`tasks` only where
+    `allow_tasks`: the tasks whose orders the sweep permutes are the same for every run)."""
+    import yaml
+
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        items = []
+        for v in value:
+            key, eq, text = v.partition("=")
+            if not eq or not key.strip():
+                fail(where, f"{v!r}: expected key=value")
+            items.append((key.strip(), yaml.safe_load(text) if text.strip() else None))
+    else:
+        fail(where, f"expected a mapping of config keys to values, or a list of key=value, got {value!r}")
+    for key, _ in items:
+        if not isinstance(key, str):
+            fail(where, f"config keys are dotted names like train.epochs, got {key!r}")
+        if key in RESERVED and not (allow_tasks and key == "tasks"):
+            fail(where, f"{key} is set by the sweep: use the sweep file's {RESERVED[key]} key")
+    return items
+
+
+def _variants(raw: dict, fail) -> list[list[tuple[str, Any]]]:
+    """Every combination of the grid, each combined with every entry of `runs` (one empty variant if none)."""
+    grid = raw.get("grid") or {}
+    if not isinstance(grid, dict):
+        fail("grid", f"expected a mapping of config keys to lists of values, got {grid!r}")
+    axes = []
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            fail(f"grid.{key}", f"expected a non-empty list of values, got {values!r}")
+        _overrides({key: values[0]}, "grid", fail)
+        axes.append([(key, v) for v in values])
+    points = [list(p) for p in itertools.product(*axes)]
+    listed = raw.get("runs")
+    if listed is None:
+        return points
+    if not isinstance(listed, list) or not listed:
+        fail("runs", f"expected a non-empty list of override mappings, got {listed!r}")
+    entries = [_overrides(e, f"runs[{i}]", fail) for i, e in enumerate(listed)]
+    variants = []
+    for p in points:
+        for e in entries:
+            clash = {k for k, _ in p} & {k for k, _ in e}
+            if clash:
+                fail("runs", f"{sorted(clash)[0]} is set by both grid and runs")
+            variants.append(p + e)
+    return variants
+
+
+def _varying_keys(variants: list[list[tuple[str, Any]]]) -> set[str]:
+    """Keys whose value is not the same in every variant (a grid axis of one value names no run)."""
+    keys = {k for v in variants for k, _ in v}
+    out = set()
+    for key in keys:
+        values = {json.dumps(dict(v).get(key, "\0absent"), sort_keys=True, default=str) for v in variants}
+        if len(values) > 1:
+            out.add(key)
+    return out
+
+
+def _label(value) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _dir_name(text: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.=,+-]+", "-", text).strip("-") or "run"
+    if len(name) > 120:
+        name = name[:100] + "-" + hashlib.sha1(name.encode()).hexdigest()[:10]
+    return name
+
+
+def _run_config(sweep: Sweep, overrides: list, seed: int | None, tasks: list[str] | None, out: Path, what: str):
+    from libero_ll.experiments.config import load_config
+    from libero_ll.experiments.lifelong import check_components
+
+    strings = [f"{k}={json.dumps(v)}" for k, v in overrides] + [f"output_dir={json.dumps(str(out))}"]
+    if seed is not None:
+        strings.append(f"seed={seed}")
+    try:
+        cfg = load_config(sweep.config, strings)
+        if tasks is not None:
+            cfg.tasks = list(tasks)
+        check_components(cfg)
+    except LiberoError as e:
+        raise LiberoError(f"{sweep.path}: {what}: {e}") from None
+    return cfg
+
+
+def _orders(cfg, orders, order_seed: int, fail) -> list[list[str]]:
+    """The task orders of a variant: `orders` lists, or n orders of the config's tasks (its own first)."""
+    from libero_ll.experiments.lifelong import suite_tasks
+    from libero_ll.tasks.registry import permuted_orders
+
+    if isinstance(orders, list):
+        for i, o in enumerate(orders):
+            try:
+                suite_tasks(cfg.suite, [str(t) for t in o])
+            except LiberoError as e:
+                fail(f"task_orders[{i}]", str(e))
+        return [[str(t) for t in o] for o in orders]
+    names = [t.stem for t in suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)]
+    try:
+        return permuted_orders(names, orders, order_seed)
+    except LiberoError as e:
+        fail("task_orders", str(e))
+
+
+def check_existing(run: SweepRun) -> None:
+    """Fail when a started run's config.yaml is not the config the sweep asks for now.
+
+    Raises:
+        LiberoError: naming the run directory and the first key that differs.
+    """
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.config import load_config
+
+    if not (run.run_dir / "config.yaml").exists():
+        return
+    stored = OmegaConf.to_container(load_config(run.run_dir / "config.yaml"), resolve=True)
+    wanted = OmegaConf.to_container(run.cfg, resolve=True)
+    if stored != wanted:
+        key, have, want = _first_difference(stored, wanted)
+        raise LiberoError(
+            f"{run.run_dir} holds a run whose config differs from what the sweep asks for at {key} ({have!r} "
+            f"there, {want!r} now); restore the sweep file, or move that run directory away"
+        )
+
+
+def _first_difference(a, b, prefix: str = ""):
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            if a.get(k, "<absent>") != b.get(k, "<absent>"):
+                return _first_difference(a.get(k, "<absent>"), b.get(k, "<absent>"), f"{prefix}{k}.")
+    return prefix.rstrip("."), a, b
+
+
+@contextlib.contextmanager
+def _lock(path: Path, wait: float, busy: str):
+    """Hold an exclusive lock on `path` (released when the holder exits, even when killed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        deadline = time.time() + wait
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.time() >= deadline:
+                    raise LiberoError(busy) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
+                driver_pid: int | None = None) -> tuple[str, float]:
+    """Run (or resume, or skip when finished) one run of a sweep in this process; what a Ray task calls.
+
+    The run's output goes to RUN_DIR/log.txt. The run directory is locked while it runs, so that a run still
+    shutting down from a killed sweep is never written by two processes: this waits up to two minutes for it.
+    With `driver_pid` (a local Ray), the process ends within half a second of that process's end: a killed
+    sweep stops its runs, which Ray alone lets go on for a while.
+
+    Returns:
+        What it did ("finished" when the run had finished before, "resumed" or "ran") and its wall time, s.
+    """
+    import sys
+
+    from omegaconf import OmegaConf
+
+    from libero_ll.evaluation.runs import SWEEP_FILE
+    from libero_ll.experiments.checkpoint import FINAL_POLICY
+    from libero_ll.experiments.config import ExperimentConfig, load_config
+    from libero_ll.experiments.lifelong import run_lifelong
+
+    t0 = time.time()
+    if driver_pid is not None:
+        _exit_with(driver_pid)
+    os.chdir(cwd)
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with _lock(run_dir / RUN_LOCK_FILE, 120.0, f"{run_dir} is in use by another process"):
+        if (run_dir / FINAL_POLICY).exists():
+            return "finished", time.time() - t0
+        with open(run_dir / LOG_FILE, "a", buffering=1) as logf:
+            # The run's prints, progress bars and warnings go to its log, not to Ray's files.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(logf.fileno(), 1)
+            os.dup2(logf.fileno(), 2)
+            tmp = run_dir / f".{SWEEP_FILE}.tmp"
+            tmp.write_text(json.dumps(record, indent=1))
+            os.replace(tmp, run_dir / SWEEP_FILE)
+            if (run_dir / "config.yaml").exists():
+                run_lifelong(load_config(run_dir / "config.yaml"), resume=run_dir)
+                return "resumed", time.time() - t0
+            cfg = OmegaConf.merge(OmegaConf.structured(ExperimentConfig), cfg_container)
+            run_lifelong(cfg, run_dir=run_dir)
+            return "ran", time.time() - t0
+
+
+def _exit_with(pid: int) -> None:
+    """End this process (at once, as a kill would) soon after process `pid` has ended."""
+    import threading
+
+    def watch():
+        while True:
+            time.sleep(0.2)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=watch, daemon=True, name="sweep-driver-watch").start()
+
+
+def default_resources(cfg, cluster_gpus: float) -> tuple[float, float]:
+    """CPUs and GPUs a run asks for when the sweep file does not say: its torch threads or its evaluation
+    workers, whichever is more; one GPU when there are GPUs and its device may use one."""
+    from libero_ll.experiments.lifelong import resolve_workers
+
+    cpus = max(1, int(cfg.num_threads), resolve_workers(int(cfg.eval.workers), 1 << 30))
+    gpus = 1.0 if cluster_gpus >= 1 and str(cfg.device) != "cpu" else 0.0
+    return float(cpus), gpus
+
+
+@dataclass
+class SweepResult:
+    """What a sweep did.
+
+    Attributes:
+        finished: run directories of every finished run of the sweep (before or now), in the sweep's order.
+        failed: (run directory, error message) of the runs that failed this time.
+        report: the report folder, or None when no run has finished.
+        seconds: the wall time of this call.
+    """
+
+    finished: list[Path]
+    failed: list[tuple[Path, str]]
+    report: Path | None
+    seconds: float
+
+
+def run_sweep(sweep: Sweep, address: str | None = None, cpus: int | None = None,
+              log: Callable[[str], None] = print, report: bool = True, command: str | None = None) -> SweepResult:
+    """Run a sweep's unfinished runs on Ray, then write the report over all its finished runs.
+
+    Demos that the runs need and their data folders lack are collected first, once, in this process. Each
+    run is a Ray task in a fresh worker process asking for its CPUs and GPUs, so a local Ray packs runs onto
+    the machine's cores; with `address` the runs go to that cluster, whose nodes must see the same files
+    (datasets, run directories) at the same paths and have libero_ll installed.
+
+    Args:
+        sweep: from `load_sweep`.
+        address: a Ray cluster's address ("auto" or host:port); None starts a local Ray for this call and
+            stops it at the end.
+        cpus: CPUs of the local Ray (default: every core of this machine).
+        log: receives one line per event (a run finished or failed, the report written).
+        report: write `<output_dir>/report` at the end.
+        command: the command line shown in the report.
+
+    Raises:
+        LiberoError: another sweep is running in the same output folder, a started run's config no longer
+            matches, or a run needs more CPUs or GPUs than the cluster has.
+    """
+    t0 = time.time()
+    sweep.output_dir.mkdir(parents=True, exist_ok=True)
+    busy = f"another `libero-ll sweep` is running in {sweep.output_dir}; wait for it or stop it first"
+    with _lock(sweep.output_dir / LOCK_FILE, 0.0, busy):
+        for r in sweep.runs:
+            check_existing(r)
+        states = [r.state() for r in sweep.runs]
+        todo = [r for r, s in zip(sweep.runs, states) if s != "finished"]
+        log(f"sweep {sweep.name}: {len(sweep.runs)} runs in {sweep.output_dir}: {states.count('finished')} "
+            f"finished before, {states.count('partial')} to resume, {states.count('new')} to start")
+        failed: list[tuple[Path, str]] = []
+        if todo:
+            _collect_demos(todo, log)
+            failed = _run_on_ray(sweep, todo, address, cpus, log, len(sweep.runs) - len(todo))
+        finished = [r.run_dir for r in sweep.runs if r.state() == "finished"]
+        out = None
+        if report and finished:
+            from libero_ll.evaluation.report import generate_report
+
+            out = generate_report(finished, sweep.output_dir / "report", command=command)
+            log(f"report of {len(finished)} runs: {out / 'report.html'}")
+    return SweepResult(finished, failed, out, time.time() - t0)
+
+
+def _collect_demos(runs: list[SweepRun], log) -> None:
+    """Collect the missing demos of every data folder the runs read, once each, before the runs start."""
+    from libero_ll.experiments.lifelong import collect_missing_demos, env_config, suite_tasks
+
+    done = set()
+    for r in runs:
+        cfg = r.cfg
+        tasks = suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
+        key = (str(Path(cfg.data.dir).resolve()), tuple(t.stem for t in tasks))
+        if key in done:
+            continue
+        done.add(key)
+        collect_missing_demos(cfg, tasks, env_config(cfg), log)
+
+
+def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_before: int) -> list:
+    import logging
+
+    from omegaconf import OmegaConf
+    from tqdm import tqdm
+
+    from libero_ll.evaluation.runs import load_run, measure_run
+
+    try:
+        import ray
+    except ImportError:
+        raise LiberoError("sweeps run on Ray: pip install ray") from None
+    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    # Ray's own notices (its token authentication, ...) would drown the sweep's lines: errors only.
+    init = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                runtime_env={"env_vars": env})
+    if address:
+        ray.init(address=address, **init)
+    else:
+        # "local": a Ray of the sweep's own, even where another one runs (ray start) or RAY_ADDRESS is set.
+        # The runs pass the sweep little more than configs: a small object store, not 30% of the memory.
+        ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), object_store_memory=100 * 2**20,
+                 **init)
+    try:
+        total = ray.cluster_resources()
+        have_cpus, have_gpus = float(total.get("CPU", 0)), float(total.get("GPU", 0))
+        remote = ray.remote(max_calls=1, max_retries=0)(execute_run)
+        pending = {}
+        for r in todo:
+            want_cpus, want_gpus = default_resources(r.cfg, have_gpus)
+            want_cpus = sweep.cpus if sweep.cpus is not None else min(want_cpus, have_cpus)
+            want_gpus = sweep.gpus if sweep.gpus is not None else want_gpus
+            if want_cpus > have_cpus or want_gpus > have_gpus or (str(r.cfg.device) == "cuda" and not have_gpus):
+                raise LiberoError(
+                    f"run {r.key} asks for {want_cpus:g} CPUs and {want_gpus:g} GPUs (device {r.cfg.device}); the "
+                    f"Ray cluster has {have_cpus:g} and {have_gpus:g}: lower resources in {sweep.path}"
+                )
+            ref = remote.options(num_cpus=want_cpus, num_gpus=want_gpus).remote(
+                OmegaConf.to_container(r.cfg, resolve=True), str(r.run_dir.resolve()), r.record(sweep.name),
+                os.getcwd(), None if address else os.getpid(),
+            )
+            pending[ref] = r
+        failed = []
+        n = done_before
+        with tqdm(total=len(sweep.runs), initial=done_before, desc=f"sweep {sweep.name}", unit="run",
+                  dynamic_ncols=True) as bar:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                ref = ready[0]
+                r = pending.pop(ref)
+                n += 1
+                try:
+                    how, seconds = ray.get(ref)
+                    m = measure_run(load_run(r.run_dir))
+                    bar.write(
+                        f"[{n}/{len(sweep.runs)}] {r.key}: FWT {m['fwt']:.3f} NBT {m['nbt']:.3f} AUC {m['auc']:.3f} "
+                        f"({how} in {seconds / 60:.1f} min)"
+                    )
+                except Exception as e:  # noqa: BLE001 - a failed run must not stop the others
+                    msg = _error_message(e)
+                    failed.append((r.run_dir, msg))
+                    bar.write(f"[{n}/{len(sweep.runs)}] {r.key}: FAILED: {msg} (log: {r.run_dir / LOG_FILE})")
+                bar.update(1)
+        return failed
+    finally:
+        ray.shutdown()
+
+
+def _error_message(e: Exception) -> str:
+    """The user-facing message of a run's error (the LiberoError inside Ray's wrapper when there is one)."""
+    cause = getattr(e, "cause", None)
+    if isinstance(cause, LiberoError):
+        return str(cause)
+    text = str(cause or e).strip().splitlines()
+    return text[-1] if text else type(e).__name__

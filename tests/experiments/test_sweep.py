@@ -1,0 +1,230 @@
+"""`libero-ll sweep`: expanding a sweep file into runs, running them on a local Ray, and a kill and rerun that
+gives the same report as an uninterrupted sweep."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from libero_ll.cli import main
+from libero_ll.errors import LiberoError
+from libero_ll.experiments.sweep import load_sweep
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = REPO / "configs" / "smoke.yaml"
+
+
+def write_sweep(tmp_path: Path, text: str, name: str = "sweep.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(f"config: {SMOKE}\n" + text)
+    return path
+
+
+def test_grid_runs_seeds_and_orders_expand_into_named_runs(tmp_path):
+    path = write_sweep(tmp_path, """
+name: study
+overrides: {train.epochs: 1, language_encoder: task_id}
+grid:
+  learner.name: [seql, er]
+  policy.name: [resnet_t]
+runs:
+  - {train.lr: 0.001}
+  - {train.lr: 0.01}
+seeds: [3, 4]
+task_orders: 2
+order_seed: 5
+""")
+    sweep = load_sweep(path, tmp_path / "out")
+    assert len(sweep.runs) == 2 * 2 * 2 * 2
+    keys = [r.key for r in sweep.runs]
+    assert keys[0] == "learner.name=seql_train.lr=0.001_seed3_order1"
+    assert len(set(keys)) == len(keys)
+    first = sweep.runs[0]
+    # A grid axis of one value is not part of a run's name; learner and policy are a method, not a variant.
+    assert first.variant == "train.lr=0.001"
+    assert first.cfg.learner.name == "seql" and first.cfg.train.lr == 0.001 and first.cfg.train.epochs == 1
+    assert first.cfg.seed == 3 and first.cfg.output_dir == str(tmp_path / "out")
+    assert first.run_dir == tmp_path / "out" / first.key
+    # The first order is the config's own; the second a permutation of it, the same for every variant.
+    orders = {r.order: tuple(r.cfg.tasks) if r.cfg.tasks else None for r in sweep.runs}
+    assert orders[1] == tuple(SmokeTasks.names)
+    assert sorted(orders[2]) == sorted(SmokeTasks.names)
+    assert {tuple(r.cfg.tasks) for r in sweep.runs if r.order == 2} == {orders[2]}
+    assert all(r.state() == "new" for r in sweep.runs)
+
+
+class SmokeTasks:
+    names = ["put_the_alphabet_soup_in_the_basket", "put_the_black_bowl_on_the_plate"]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("grid: {learner.name: [seql]}\nseedz: [1]\n", "unknown key 'seedz'"),
+        ("grid: {learner.nam: [seql]}\n", "learner.nam"),
+        ("grid: {learner.name: [nope]}\n", "nope"),
+        ("grid: {seed: [1, 2]}\n", "seed is set by the sweep: use the sweep file's seeds key"),
+        ("grid: {learner.name: []}\n", "grid.learner.name: expected a non-empty list"),
+        ("seeds: [1, 1]\n", "a seed is listed twice"),
+        ("seeds: 3\n", "seeds: expected a list of integers"),
+        ("task_orders: 0\n", "task_orders: expected a number of orders"),
+        ("task_orders: 3\n", "task_orders: 2 tasks have 2 orders, not 3"),
+        ("task_orders: [[put_the_black_bowl_on_the_plate, nope]]\n", "task_orders[0]"),
+        ("runs: [{train.epochs: 1}, {train.epochs: 1}]\n", "two runs would share the run directory"),
+        ("overrides: [train.epochs]\n", "overrides: 'train.epochs': expected key=value"),
+        ("resources: {cpus: 0}\n", "resources.cpus: expected a positive number"),
+        ("grid: [1, 2\n", "not valid YAML"),
+    ],
+)
+def test_bad_sweep_files_are_named(tmp_path, text, message):
+    with pytest.raises(LiberoError, match=None) as e:
+        load_sweep(write_sweep(tmp_path, text))
+    assert message in str(e.value)
+    assert str(tmp_path / "sweep.yaml") in str(e.value)
+
+
+def test_a_missing_config_and_file_are_named(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("config: nowhere.yaml\n")
+    with pytest.raises(LiberoError, match="config: .*nowhere.yaml does not exist"):
+        load_sweep(path)
+    assert main(["sweep", str(tmp_path / "none.yaml")]) == 2
+    assert "none.yaml does not exist" in capsys.readouterr().err
+
+
+def test_a_run_whose_config_changed_is_an_error_not_overwritten(tmp_path, capsys):
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.sweep import check_existing
+
+    path = write_sweep(tmp_path, "overrides: {train.epochs: 1}\n")
+    run = load_sweep(path, tmp_path / "out").runs[0]
+    run.run_dir.mkdir(parents=True)
+    changed = OmegaConf.merge(run.cfg, {"train": {"epochs": 3}})
+    OmegaConf.save(changed, run.run_dir / "config.yaml")
+    assert run.state() == "partial"
+    with pytest.raises(LiberoError, match=r"differs from what the sweep asks for at train.epochs \(3 there, 1 now\)"):
+        check_existing(run)
+    assert main(["sweep", str(path), "-o", str(tmp_path / "out")]) == 2
+    assert "move that run directory away" in capsys.readouterr().err
+    assert OmegaConf.load(run.run_dir / "config.yaml").train.epochs == 3
+
+
+def _report_tables(report: Path) -> dict:
+    """The report's CSV tables without the columns that name run directories."""
+    out = {}
+    for f in sorted(report.glob("*.csv")):
+        with open(f) as fh:
+            out[f.name] = [{k: v for k, v in row.items() if k != "run_dir"} for row in csv.DictReader(fh)]
+    return out
+
+
+def _same_weights(a: Path, b: Path) -> bool:
+    sa = torch.load(a, weights_only=True)["policy"]
+    sb = torch.load(b, weights_only=True)["policy"]
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def _sweep_cmd(sweep_file: Path, out: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "libero_ll.cli", "sweep", str(sweep_file), "-o", str(out), *args]
+
+
+def test_shipped_sweeps_expand(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative paths (init_from, output_dir) resolve where nothing has run
+    sizes = {"table2": 15, "task_orders": 30, "table2_smoke": 15, "task_orders_smoke": 15, "table2_cpu": 15}
+    for name, n in sizes.items():
+        sweep = load_sweep(REPO / "configs" / "sweeps" / f"{name}.yaml")
+        assert len(sweep.runs) == n, name
+        assert sweep.output_dir == Path("runs/sweeps") / name
+    orders = {tuple(r.cfg.tasks or ()) for r in load_sweep(REPO / "configs/sweeps/task_orders.yaml").runs}
+    assert len(orders) == 5 and all(len(o) == 10 for o in orders if o)
+    # The pretraining study starts from a pretraining run: until there is one, the sweep says so.
+    with pytest.raises(LiberoError, match="init_from=.*pretrain_libero90_cpu.*no file or run directory matches"):
+        load_sweep(REPO / "configs" / "sweeps" / "pretraining_cpu.yaml")
+
+
+def test_the_smoke_table2_sweep_killed_and_rerun_gives_the_uninterrupted_report(tmp_path, smoke_data):
+    """The shipped smoke-scale Table-2 sweep (15 runs), whole; then killed with one run finished and
+    another in the middle of its second task, and run again: the same report and the same weights."""
+    sweep_file = REPO / "configs" / "sweeps" / "table2_smoke.yaml"
+    overrides = [f"data.dir={smoke_data}", "train.epochs=4", "eval.max_steps=4", "eval.init_states=1"]
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
+    whole = tmp_path / "whole"
+    done = subprocess.run(_sweep_cmd(sweep_file, whole, *overrides), cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count(": FWT ") == 15 and "15 of 15 runs done, 0 failed" in done.stdout
+    assert (whole / "report" / "report.html").exists()
+    with open(whole / "report" / "libero_table.csv") as f:
+        assert {row["learner"] for row in csv.DictReader(f)} == {"seql", "er", "ewc", "packnet", "mtl"}
+
+    cut = tmp_path / "cut"
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "wb") as err:
+        proc = subprocess.Popen(_sweep_cmd(sweep_file, cut, *overrides), cwd=tmp_path, env=env,
+                                stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.time() + 300
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            finished = list(cut.glob("*/final_policy.pt"))
+            middle = []
+            for p in cut.glob("*/progress.json"):
+                try:
+                    pos = json.loads(p.read_text())
+                except (OSError, ValueError):
+                    continue
+                if pos["stage"] == 1 and pos["phase"] == "train" and not (p.parent / "final_policy.pt").exists():
+                    middle.append(p)
+            if finished and middle:
+                os.kill(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(0.02)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, errors.read_text()[-3000:]
+    listed = subprocess.run(_sweep_cmd(sweep_file, cut, *overrides, "--list"), cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    states = [line.split()[0] for line in listed.stdout.splitlines()[:-1]]
+    assert "finished" in states and "partial" in states, listed.stdout
+
+    rerun = subprocess.run(_sweep_cmd(sweep_file, cut, *overrides), cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "resumed in" in rerun.stdout and "finished before" in rerun.stdout
+    assert _report_tables(cut / "report") == _report_tables(whole / "report")
+    for run in whole.glob("*/final_policy.pt"):
+        assert _same_weights(run, cut / run.parent.name / "final_policy.pt"), run.parent.name
+    # Each run's output is in its own log, a resumed run's after its killed part.
+    resumed = [d for d in cut.iterdir() if (d / "log.txt").exists() and "resuming" in (d / "log.txt").read_text()]
+    assert resumed
+    assert json.loads((resumed[0] / "sweep.json").read_text())["sweep"] == "table2_smoke"
+
+
+def test_the_smoke_task_order_sweep_reports_five_orders(tmp_path, smoke_data):
+    """The shipped smoke-scale task-order study: its third task's demos are collected once, before the runs."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(smoke_data, data)
+    sweep_file = REPO / "configs" / "sweeps" / "task_orders_smoke.yaml"
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
+    done = subprocess.run(_sweep_cmd(sweep_file, tmp_path / "out", f"data.dir={data}", "eval.max_steps=4"),
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("collected 2 demos of put_the_cream_cheese_in_the_basket") == 1
+    assert "15 of 15 runs done" in done.stdout
+    with open(tmp_path / "out" / "report" / "task_orders.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len({r["task_order"] for r in rows}) == 5
+    assert {r["n"] for r in rows} == {"3"}
