@@ -39,7 +39,13 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # key=value overrides may also follow options (`sweep FILE -o DIR key=value`), which argparse leaves over.
+    if extra and hasattr(args, "overrides") and all("=" in a and not a.startswith("-") for a in extra):
+        args.overrides = list(args.overrides or []) + extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

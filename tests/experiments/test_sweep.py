@@ -228,3 +228,11 @@ def test_the_smoke_task_order_sweep_reports_five_orders(tmp_path, smoke_data):
         rows = list(csv.DictReader(f))
     assert len({r["task_order"] for r in rows}) == 5
     assert {r["n"] for r in rows} == {"3"}
+
+
+def test_overrides_may_follow_options_on_the_command_line(tmp_path, capsys):
+    sweep_file = write_sweep(tmp_path, "grid: {learner.name: [seql, er]}\n")
+    assert main(["sweep", str(sweep_file), "-o", str(tmp_path / "out"), "train.epochs=1", "--list"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "2 runs"
+    assert main(["sweep", str(sweep_file), "-o", str(tmp_path / "out"), "train.epochz=1", "--list"]) == 2
+    assert "train.epochz" in capsys.readouterr().err
