@@ -7,8 +7,11 @@ import sys
 
 
 def cmd_sweep(args) -> int:
+    from libero_ll.errors import LiberoError
     from libero_ll.experiments.sweep import load_sweep, run_sweep
 
+    if args.cpus is not None and args.cpus < 1:
+        raise LiberoError(f"--cpus must be 1 or more, got {args.cpus}")
     sweep = load_sweep(args.sweep, args.output, args.overrides)
     if args.list:
         for r in sweep.runs:

@@ -24,7 +24,8 @@ from libero_ll.evaluation.success import SuccessTensor
 REPLAY_LEARNERS = frozenset({"er"})
 # A relative data.dir in a config is looked up from the current directory, then from the repository.
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# Written into a run directory by a sweep (libero_ll.experiments.sweep): {"sweep", "variant", "order"}.
+# Written into a run directory by a sweep (libero_ll.experiments.sweep): its sweep, variant, seed, order and
+# overrides; reports read the variant.
 SWEEP_FILE = "sweep.json"
 
 
@@ -119,8 +120,9 @@ def load_run(path: str | os.PathLike) -> Run:
 
 
 def group_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str, str], list[Run]]:
-    """Runs grouped by (suite, learner, policy, variant), groups and their runs sorted (runs by seed, then path)."""
-    groups: dict[tuple[str, str, str], list[Run]] = {}
+    """Runs grouped by (suite, learner, policy, variant), groups and their runs sorted (runs by seed, then
+    path)."""
+    groups: dict[tuple[str, str, str, str], list[Run]] = {}
     for run in runs:
         groups.setdefault(run.method, []).append(run)
     return {

@@ -247,7 +247,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                 "rng": rng_states(),
             }
             atomic_torch_save(state, run_dir / STATE_FILE)
-            _write_json(run_dir / "progress.json", {"stage": stage, "phase": phase, "epoch": epoch,
+            write_json(run_dir / "progress.json", {"stage": stage, "phase": phase, "epoch": epoch,
                                                    "stages": len(stages), "global_epoch": global_epoch})
 
         if saved is not None:
@@ -576,7 +576,8 @@ def _init_states(cfg, tasks: list[Path], envs, names: list[str], run_dir: Path, 
     return states
 
 
-def _write_json(path: Path, obj) -> None:
+def write_json(path: Path, obj) -> None:
+    """Write `obj` as JSON to `path` atomically (a temporary file renamed into place)."""
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(obj))
     os.replace(tmp, path)

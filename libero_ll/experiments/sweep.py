@@ -180,12 +180,12 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
                                   out, f"run {key}")
                 sweep.runs.append(SweepRun(key, label, variant, seed, k + 1 if len(run_orders) > 1 else None, cfg,
                                            out / key))
-    seen: dict[str, int] = {}
+    seen: set[str] = set()
     for r in sweep.runs:
         if r.key in seen:
             raise LiberoError(f"{path}: two runs would share the run directory {r.run_dir} (the same overrides, "
                               "seed and order twice)")
-        seen[r.key] = 1
+        seen.add(r.key)
     return sweep
 
 
@@ -398,7 +398,7 @@ def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
     from libero_ll.evaluation.runs import SWEEP_FILE
     from libero_ll.experiments.checkpoint import FINAL_POLICY
     from libero_ll.experiments.config import ExperimentConfig, load_config
-    from libero_ll.experiments.lifelong import run_lifelong
+    from libero_ll.experiments.lifelong import run_lifelong, write_json
 
     t0 = time.time()
     if driver_pid is not None:
@@ -415,9 +415,7 @@ def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
             sys.stderr.flush()
             os.dup2(logf.fileno(), 1)
             os.dup2(logf.fileno(), 2)
-            tmp = run_dir / f".{SWEEP_FILE}.tmp"
-            tmp.write_text(json.dumps(record, indent=1))
-            os.replace(tmp, run_dir / SWEEP_FILE)
+            write_json(run_dir / SWEEP_FILE, record)
             if (run_dir / "config.yaml").exists():
                 run_lifelong(load_config(run_dir / "config.yaml"), resume=run_dir)
                 return "resumed", time.time() - t0
@@ -558,8 +556,8 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
         total = ray.cluster_resources()
         have_cpus, have_gpus = float(total.get("CPU", 0)), float(total.get("GPU", 0))
         remote = ray.remote(max_calls=1, max_retries=0)(execute_run)
-        pending = {}
-        for r in todo:
+        wants = []
+        for r in todo:  # every request checked before any run starts
             want_cpus, want_gpus = default_resources(r.cfg, have_gpus)
             want_cpus = sweep.cpus if sweep.cpus is not None else min(want_cpus, have_cpus)
             want_gpus = sweep.gpus if sweep.gpus is not None else want_gpus
@@ -568,6 +566,9 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
                     f"run {r.key} asks for {want_cpus:g} CPUs and {want_gpus:g} GPUs (device {r.cfg.device}); the "
                     f"Ray cluster has {have_cpus:g} and {have_gpus:g}: lower resources in {sweep.path}"
                 )
+            wants.append((want_cpus, want_gpus))
+        pending = {}
+        for r, (want_cpus, want_gpus) in zip(todo, wants):
             ref = remote.options(num_cpus=want_cpus, num_gpus=want_gpus).remote(
                 OmegaConf.to_container(r.cfg, resolve=True), str(r.run_dir.resolve()), r.record(sweep.name),
                 os.getcwd(), None if address else os.getpid(),
@@ -585,14 +586,14 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
                 try:
                     how, seconds = ray.get(ref)
                     m = measure_run(load_run(r.run_dir))
-                    bar.write(
-                        f"[{n}/{len(sweep.runs)}] {r.key}: FWT {m['fwt']:.3f} NBT {m['nbt']:.3f} AUC {m['auc']:.3f} "
-                        f"({how} in {seconds / 60:.1f} min)"
-                    )
+                    line = (f"[{n}/{len(sweep.runs)}] {r.key}: FWT {m['fwt']:.3f} NBT {m['nbt']:.3f} "
+                            f"AUC {m['auc']:.3f} ({how} in {seconds / 60:.1f} min)")
                 except Exception as e:  # noqa: BLE001 - a failed run must not stop the others
                     msg = _error_message(e)
                     failed.append((r.run_dir, msg))
-                    bar.write(f"[{n}/{len(sweep.runs)}] {r.key}: FAILED: {msg} (log: {r.run_dir / LOG_FILE})")
+                    line = f"[{n}/{len(sweep.runs)}] {r.key}: FAILED: {msg} (log: {r.run_dir / LOG_FILE})"
+                with tqdm.external_write_mode():  # the line above the bar, not through it
+                    log(line)
                 bar.update(1)
         return failed
     finally:

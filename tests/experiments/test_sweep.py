@@ -236,3 +236,5 @@ def test_overrides_may_follow_options_on_the_command_line(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-1] == "2 runs"
     assert main(["sweep", str(sweep_file), "-o", str(tmp_path / "out"), "train.epochz=1", "--list"]) == 2
     assert "train.epochz" in capsys.readouterr().err
+    assert main(["sweep", str(sweep_file), "--cpus", "0"]) == 2
+    assert "--cpus must be 1 or more, got 0" in capsys.readouterr().err
