@@ -12,6 +12,8 @@ def cmd_sweep(args) -> int:
 
     if args.cpus is not None and args.cpus < 1:
         raise LiberoError(f"--cpus must be 1 or more, got {args.cpus}")
+    if args.cpus is not None and args.address:
+        raise LiberoError("--cpus sets the CPUs of a local Ray; a cluster (--address) has its own: leave one out")
     sweep = load_sweep(args.sweep, args.output, args.overrides)
     if args.list:
         for r in sweep.runs:

@@ -488,7 +488,8 @@ def run_sweep(sweep: Sweep, address: str | None = None, cpus: int | None = None,
 
     Raises:
         LiberoError: another sweep is running in the same output folder, a started run's config no longer
-            matches, or a run needs more CPUs or GPUs than the cluster has.
+            matches, a run needs more CPUs or GPUs than the cluster has, or the cluster at `address` cannot
+            be reached (nothing answers, or it asks for a token the sweep lacks).
     """
     t0 = time.time()
     sweep.output_dir.mkdir(parents=True, exist_ok=True)
@@ -546,7 +547,7 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
     init = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
                 runtime_env={"env_vars": env})
     if address:
-        ray.init(address=address, **init)
+        _connect(ray, address, init)
     else:
         # "local": a Ray of the sweep's own, even where another one runs (ray start) or RAY_ADDRESS is set.
         # The runs pass the sweep little more than configs: a small object store, not 30% of the memory.
@@ -555,6 +556,8 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
     try:
         total = ray.cluster_resources()
         have_cpus, have_gpus = float(total.get("CPU", 0)), float(total.get("GPU", 0))
+        log(f"on {f'the Ray cluster at {address}' if address else 'a local Ray'}: {have_cpus:g} CPUs, "
+            f"{have_gpus:g} GPUs")
         remote = ray.remote(max_calls=1, max_retries=0)(execute_run)
         wants = []
         for r in todo:  # every request checked before any run starts
@@ -598,6 +601,44 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
         return failed
     finally:
         ray.shutdown()
+
+
+def _connect(ray, address: str, init: dict) -> None:
+    """Connect to the Ray cluster at `address`, or say clearly why not (Ray itself retries a dead address for
+    minutes and answers a missing token with a traceback)."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    host = host.strip("[]")  # [::1]:6379
+    if address != "auto":
+        if not host or not port.isdigit():
+            raise LiberoError(f"--address {address!r}: expected host:port (e.g. 10.0.0.5:6379) or auto")
+        try:
+            socket.create_connection((host, int(port)), timeout=5.0).close()
+        except OSError as e:
+            raise LiberoError(
+                f"--address {address}: no Ray cluster answers there ({e.strerror or e}); start one with "
+                f"`ray start --head` and give the address it prints"
+            ) from None
+    try:
+        ray.init(address=address, **init)
+    except Exception as e:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ... wrapped in each other
+        raise LiberoError(_connect_error(address, e)) from None
+
+
+def _connect_error(address: str, e: BaseException) -> str:
+    """The message for a failed `ray.init(address=...)`: the cluster's token when that is what failed."""
+    chain = []
+    while e is not None and len(chain) < 10:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    text = " ".join(str(c) for c in chain)
+    if any(type(c).__name__ == "AuthenticationError" for c in chain) or "InvalidAuthToken" in text:
+        return (f"the Ray cluster at {address} asks for its authentication token: run the sweep with "
+                f"RAY_AUTH_MODE=token (Ray reads the token from ~/.ray/auth_token, RAY_AUTH_TOKEN_PATH or "
+                f"RAY_AUTH_TOKEN)")
+    first = str(chain[0]).strip().splitlines()
+    return f"could not connect to the Ray cluster at {address}: {first[0] if first else type(chain[0]).__name__}"
 
 
 def _error_message(e: Exception) -> str:

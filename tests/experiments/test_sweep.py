@@ -3,6 +3,7 @@ gives the same report as an uninterrupted sweep."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -238,3 +239,96 @@ def test_overrides_may_follow_options_on_the_command_line(tmp_path, capsys):
     assert "train.epochz" in capsys.readouterr().err
     assert main(["sweep", str(sweep_file), "--cpus", "0"]) == 2
     assert "--cpus must be 1 or more, got 0" in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc), deepest last."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+@pytest.fixture
+def ray_cluster(tmp_path):
+    """A Ray cluster of the test's own (`ray start --head` with 3 CPUs and token authentication), killed with
+    every process it started at the end; `ray stop` would stop every Ray on the machine."""
+    import shutil
+    import socket
+    import tempfile
+
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths have a length limit
+    env = {**os.environ, "RAY_AUTH_MODE": "token"}
+    env.pop("RAY_ADDRESS", None)
+    ray = Path(sys.executable).parent / "ray"
+    with open(tmp_path / "ray_head.txt", "wb") as out:
+        head = subprocess.Popen(
+            [str(ray), "start", "--head", "--block", f"--port={port}", "--num-cpus=3", "--num-gpus=0",
+             f"--temp-dir={temp}", "--include-dashboard=false", "--disable-usage-stats"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )
+    try:
+        deadline = time.time() + 90
+        while True:
+            assert head.poll() is None and time.time() < deadline, (tmp_path / "ray_head.txt").read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        yield f"127.0.0.1:{port}"
+    finally:
+        for pid in [head.pid, *_descendants(head.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        head.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_a_sweep_runs_on_a_ray_cluster_given_by_address(tmp_path, smoke_data, ray_cluster):
+    """--address: the runs go to a running cluster (3 CPUs here, the machine has fewer or other counts); a
+    dead address, a missing token and --cpus with --address are clear errors."""
+    sweep_file = write_sweep(tmp_path, "grid: {learner.name: [seql, er]}\nseeds: [5]\nresources: {cpus: 1}\n")
+    overrides = [f"data.dir={smoke_data}", "train.epochs=1", "eval.max_steps=4", "eval.init_states=1",
+                 "language_encoder=task_id", "tasks=[put_the_alphabet_soup_in_the_basket]"]
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
+    env.pop("RAY_AUTH_MODE", None)
+    out = tmp_path / "out"
+
+    dead = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", f"127.0.0.1:{_free_port()}"),
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert dead.returncode == 2 and "no Ray cluster answers there" in dead.stderr, dead.stderr[-2000:]
+    both = subprocess.run(_sweep_cmd(sweep_file, out, "--address", ray_cluster, "--cpus", "2"), cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert both.returncode == 2 and "a cluster (--address) has its own" in both.stderr
+    no_token = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", ray_cluster), cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=300)
+    assert no_token.returncode == 2 and "RAY_AUTH_MODE=token" in no_token.stderr, no_token.stderr[-2000:]
+    assert "Traceback" not in no_token.stderr
+
+    done = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", ray_cluster), cwd=tmp_path,
+                          env={**env, "RAY_AUTH_MODE": "token"}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"on the Ray cluster at {ray_cluster}: 3 CPUs, 0 GPUs" in done.stdout
+    assert "2 of 2 runs done, 0 failed" in done.stdout
+    assert sorted(p.parent.name for p in out.glob("*/final_policy.pt")) == [
+        f"learner.name={n}_seed5" for n in ("er", "seql")]
+    assert (out / "report" / "report.html").exists()
