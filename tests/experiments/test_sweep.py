@@ -268,16 +268,21 @@ def _descendants(pid: int) -> list[int]:
 
 @pytest.fixture
 def ray_cluster(tmp_path):
-    """A Ray cluster of the test's own (`ray start --head` with 3 CPUs and token authentication), killed with
-    every process it started at the end; `ray stop` would stop every Ray on the machine."""
+    """A Ray cluster of the test's own (`ray start --head` with 3 CPUs and token authentication with a token
+    of its own), killed with every process it started at the end; `ray stop` would stop every Ray on the
+    machine. Yields its address and the environment a driver needs to connect."""
+    import secrets
     import shutil
     import socket
     import tempfile
 
     port = _free_port()
     temp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths have a length limit
-    env = {**os.environ, "RAY_AUTH_MODE": "token"}
+    # Not ~/.ray/auth_token: `ray start` with token authentication does not create it where it is missing.
+    token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    env = {**os.environ, **token}
     env.pop("RAY_ADDRESS", None)
+    env.pop("RAY_AUTH_TOKEN_PATH", None)
     ray = Path(sys.executable).parent / "ray"
     with open(tmp_path / "ray_head.txt", "wb") as out:
         head = subprocess.Popen(
@@ -294,7 +299,7 @@ def ray_cluster(tmp_path):
                 break
             except OSError:
                 time.sleep(0.5)
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", token
     finally:
         for pid in [head.pid, *_descendants(head.pid)]:
             with contextlib.suppress(ProcessLookupError):
@@ -306,28 +311,30 @@ def ray_cluster(tmp_path):
 def test_a_sweep_runs_on_a_ray_cluster_given_by_address(tmp_path, smoke_data, ray_cluster):
     """--address: the runs go to a running cluster (3 CPUs here, the machine has fewer or other counts); a
     dead address, a missing token and --cpus with --address are clear errors."""
+    address, token = ray_cluster
     sweep_file = write_sweep(tmp_path, "grid: {learner.name: [seql, er]}\nseeds: [5]\nresources: {cpus: 1}\n")
     overrides = [f"data.dir={smoke_data}", "train.epochs=1", "eval.max_steps=4", "eval.init_states=1",
                  "language_encoder=task_id", "tasks=[put_the_alphabet_soup_in_the_basket]"]
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
-    env.pop("RAY_AUTH_MODE", None)
+    for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        env.pop(key, None)
     out = tmp_path / "out"
 
     dead = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", f"127.0.0.1:{_free_port()}"),
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert dead.returncode == 2 and "no Ray cluster answers there" in dead.stderr, dead.stderr[-2000:]
-    both = subprocess.run(_sweep_cmd(sweep_file, out, "--address", ray_cluster, "--cpus", "2"), cwd=tmp_path,
+    both = subprocess.run(_sweep_cmd(sweep_file, out, "--address", address, "--cpus", "2"), cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=120)
     assert both.returncode == 2 and "a cluster (--address) has its own" in both.stderr
-    no_token = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", ray_cluster), cwd=tmp_path,
+    no_token = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", address), cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=300)
     assert no_token.returncode == 2 and "RAY_AUTH_MODE=token" in no_token.stderr, no_token.stderr[-2000:]
     assert "Traceback" not in no_token.stderr
 
-    done = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", ray_cluster), cwd=tmp_path,
-                          env={**env, "RAY_AUTH_MODE": "token"}, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", address), cwd=tmp_path,
+                          env={**env, **token}, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"on the Ray cluster at {ray_cluster}: 3 CPUs, 0 GPUs" in done.stdout
+    assert f"on the Ray cluster at {address}: 3 CPUs, 0 GPUs" in done.stdout
     assert "2 of 2 runs done, 0 failed" in done.stdout
     assert sorted(p.parent.name for p in out.glob("*/final_policy.pt")) == [
         f"learner.name={n}_seed5" for n in ("er", "seql")]
