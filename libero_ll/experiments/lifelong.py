@@ -532,19 +532,39 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
         if made_by and made_by.startswith("scripted-expert") and made_by != EXPERT_VERSION:
             log(f"note: {data_dir / (t.stem + '.hdf5')} was collected by {made_by}, not the current "
                 f"{EXPERT_VERSION}; delete it (or use another data.dir) to train on the current expert's demos")
+    check_demo_images(cfg, tasks)
     obs_keys = policy.image_keys + policy.lowdim_keys
-    task_data = [
+    return [
         load_task_data(data_dir / f"{t.stem}.hdf5", k, embs[k], obs_keys, int(cfg.data.demos_per_task))
         for k, t in enumerate(tasks)
     ]
-    for td, t in zip(task_data, tasks):
-        have = td.demos[0]["agentview_rgb"].shape[1] if "agentview_rgb" in td.demos[0] else None
+
+
+def check_demo_images(cfg, tasks: list[Path]) -> None:
+    """Check that the demo files of `tasks` in `cfg.data.dir` hold images of `env.image_size` (from the first
+    demo's agentview dataset, without loading it).
+
+    Raises:
+        LiberoError: naming the file, its image size and the config's.
+    """
+    import h5py
+
+    from libero_ll.data.hdf5 import demo_names
+
+    for t in tasks:
+        path = Path(cfg.data.dir) / f"{t.stem}.hdf5"
+        names = demo_names(path)
+        if not names:
+            continue
+        with h5py.File(path, "r") as f:
+            obs = f["data"][names[0]].get("obs")
+            images = obs.get("agentview_rgb") if obs is not None else None
+            have = int(images.shape[1]) if images is not None and images.ndim == 4 else None
         if have is not None and have != int(cfg.env.image_size):
             raise LiberoError(
-                f"{data_dir / (t.stem + '.hdf5')}: images are {have}x{have} but env.image_size is "
-                f"{cfg.env.image_size}; use another data.dir or delete the file to re-collect"
+                f"{path}: images are {have}x{have} but env.image_size is {cfg.env.image_size}; use another "
+                f"data.dir or delete the file to re-collect"
             )
-    return task_data
 
 
 def _init_states(cfg, tasks: list[Path], envs, names: list[str], run_dir: Path, log) -> list[np.ndarray]:

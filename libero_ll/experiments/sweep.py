@@ -516,18 +516,23 @@ def run_sweep(sweep: Sweep, address: str | None = None, cpus: int | None = None,
 
 
 def _collect_demos(runs: list[SweepRun], log) -> None:
-    """Collect the missing demos of every data folder the runs read, once each, before the runs start."""
-    from libero_ll.experiments.lifelong import collect_missing_demos, env_config, suite_tasks
+    """Collect the missing demos of every data folder the runs read, once each, before the runs start, and
+    check that every run's demo files have its image size (else every run would fail with it)."""
+    from libero_ll.experiments.lifelong import check_demo_images, collect_missing_demos, env_config, suite_tasks
 
     done = set()
     for r in runs:
         cfg = r.cfg
         tasks = suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
-        key = (str(Path(cfg.data.dir).resolve()), tuple(t.stem for t in tasks))
+        key = (str(Path(cfg.data.dir).resolve()), tuple(t.stem for t in tasks), int(cfg.env.image_size))
         if key in done:
             continue
         done.add(key)
         collect_missing_demos(cfg, tasks, env_config(cfg), log)
+        try:
+            check_demo_images(cfg, tasks)
+        except LiberoError as e:
+            raise LiberoError(f"run {r.key}: {e}") from None
 
 
 def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_before: int) -> list:

@@ -231,6 +231,18 @@ def test_the_smoke_task_order_sweep_reports_five_orders(tmp_path, smoke_data):
     assert {r["n"] for r in rows} == {"3"}
 
 
+def test_demo_files_of_another_image_size_stop_the_sweep_before_any_run(tmp_path, smoke_data, capsys):
+    """Demos at 32 px for runs at 48 px: one message naming the run, the file and both sizes, before Ray
+    starts and before any run directory exists (not the same failure in every run)."""
+    sweep_file = write_sweep(tmp_path, "grid: {learner.name: [seql, er]}\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep_file), "-o", str(out), f"data.dir={smoke_data}", "env.image_size=48"]) == 2
+    err = capsys.readouterr().err
+    assert "run learner.name=seql_seed100:" in err
+    assert f"{smoke_data}/put_the_alphabet_soup_in_the_basket.hdf5: images are 32x32 but env.image_size is 48" in err
+    assert not [p for p in out.iterdir() if p.is_dir()]
+
+
 def test_overrides_may_follow_options_on_the_command_line(tmp_path, capsys):
     sweep_file = write_sweep(tmp_path, "grid: {learner.name: [seql, er]}\n")
     assert main(["sweep", str(sweep_file), "-o", str(tmp_path / "out"), "train.epochs=1", "--list"]) == 0
