@@ -452,6 +452,22 @@ def demo_names(path: str | os.PathLike) -> list[str]:
         return _demo_names(f["data"])
 
 
+def image_size(path: str | os.PathLike, key: str = "agentview_rgb") -> int | None:
+    """The height of the images of `key` in a file's first demo (read from the dataset's shape, nothing loaded);
+    None when the file has no demo or no such images.
+
+    Raises:
+        LiberoError: the file is missing, is not HDF5, or lacks ``data``.
+    """
+    with _open(path) as f:
+        names = _demo_names(f["data"])
+        if not names:
+            return None
+        obs = f["data"][names[0]].get("obs")
+        images = obs.get(key) if obs is not None else None
+        return int(images.shape[1]) if images is not None and images.ndim == 4 else None
+
+
 def read_demos(
     path: str | os.PathLike,
     obs_keys: Sequence[str] | None = None,

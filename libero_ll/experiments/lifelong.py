@@ -542,24 +542,16 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
 
 def check_demo_images(cfg, tasks: list[Path]) -> None:
     """Check that the demo files of `tasks` in `cfg.data.dir` hold images of `env.image_size` (from the first
-    demo's agentview dataset, without loading it).
+    demo's agentview dataset's shape, nothing loaded).
 
     Raises:
         LiberoError: naming the file, its image size and the config's.
     """
-    import h5py
-
-    from libero_ll.data.hdf5 import demo_names
+    from libero_ll.data.hdf5 import image_size
 
     for t in tasks:
         path = Path(cfg.data.dir) / f"{t.stem}.hdf5"
-        names = demo_names(path)
-        if not names:
-            continue
-        with h5py.File(path, "r") as f:
-            obs = f["data"][names[0]].get("obs")
-            images = obs.get("agentview_rgb") if obs is not None else None
-            have = int(images.shape[1]) if images is not None and images.ndim == 4 else None
+        have = image_size(path)
         if have is not None and have != int(cfg.env.image_size):
             raise LiberoError(
                 f"{path}: images are {have}x{have} but env.image_size is {cfg.env.image_size}; use another "

@@ -6,7 +6,15 @@ import h5py
 import numpy as np
 import pytest
 
-from libero_ll.data.hdf5 import IMAGE_CONVENTION, Demo, DemoWriter, axis_angle_to_rot6, read_demos, read_info
+from libero_ll.data.hdf5 import (
+    IMAGE_CONVENTION,
+    Demo,
+    DemoWriter,
+    axis_angle_to_rot6,
+    image_size,
+    read_demos,
+    read_info,
+)
 from libero_ll.errors import LiberoError
 
 HEADER = dict(
@@ -376,3 +384,14 @@ def test_iter_demos_gives_the_demos_of_read_demos_one_at_a_time(tmp_path):
     assert [d.seed for d in rest] == [1, 2]
     for a, b in zip([first, *rest], read_demos(path, ["joint_states"], max_demos=3)):
         np.testing.assert_array_equal(a.actions, b.actions)
+
+
+def test_image_size_is_read_from_the_first_demo_without_loading(tmp_path):
+    path = tmp_path / "d.hdf5"
+    write(path, [make_demo(3, size=12), make_demo(2, seed=1, size=12)])
+    assert image_size(path) == 12
+    assert image_size(path, "eye_in_hand_rgb") == 12
+    assert image_size(path, "joint_states") is None  # not images
+    assert image_size(path, "no_such_key") is None
+    with pytest.raises(LiberoError, match="missing.hdf5"):
+        image_size(tmp_path / "missing.hdf5")
