@@ -15,7 +15,7 @@ from libero_ll.errors import LiberoError
 # Modules of the subcommands, in the order of `libero-ll --help`.
 SUBCOMMANDS = (
     "check", "render", "init_states", "generate", "collect", "verify", "export", "teleop", "train", "sweep",
-    "metrics", "report",
+    "evaluate", "metrics", "report",
 )
 
 

@@ -82,7 +82,7 @@ class Rollout:
 
 
 def run_rollouts(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int,
-                 max_steps: int, still_steps: int = 0) -> list[Rollout]:
+                 max_steps: int, still_steps: int = 0, recorder=None, task: int = 0) -> list[Rollout]:
     """Run `num_rollouts` episodes one after another in `env`.
 
     Args:
@@ -94,6 +94,10 @@ def run_rollouts(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num
         max_steps: episode cap, policy steps.
         still_steps: end a rollout as failed once nothing in the scene has moved for this many steps
             (see StillnessMonitor); 0 runs every failing rollout to the cap.
+        recorder: when given, ``recorder.frame(task, i, obs)`` receives every observation of rollout i (the
+            first after the reset, then one per step) and ``recorder.end(task, i, success)`` its end (e.g.
+            `libero_ll.evaluation.video.RolloutVideos`).
+        task: the task number passed to the recorder.
     """
     out = []
     still = StillnessMonitor(still_steps)
@@ -103,15 +107,21 @@ def run_rollouts(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num
         policy.reset(1)
         still.reset(env.data.qpos[where])
         success, steps = False, 0
+        if recorder is not None:
+            recorder.frame(task, i, obs)
         while steps < max_steps:
             action = policy.act({k: v[None] for k, v in obs.items()}, task_emb)[0]
             obs, _, info = env.step(action)
             steps += 1
+            if recorder is not None:
+                recorder.frame(task, i, obs)
             if info["success"]:
                 success = True
                 break
             if still.update(env.data.qpos[where]):
                 break
+        if recorder is not None:
+            recorder.end(task, i, success)
         out.append(Rollout(i, success, steps, env.get_state()))
     return out
 

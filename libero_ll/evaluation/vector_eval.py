@@ -162,7 +162,7 @@ class ParallelEvaluator:
         return value
 
     def rollouts(self, policy, task: int, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int,
-                 max_steps: int, still_steps: int = 0) -> list[Rollout]:
+                 max_steps: int, still_steps: int = 0, recorder=None) -> list[Rollout]:
         """Run `num_rollouts` episodes of task number `task`, spread over the workers.
 
         Args:
@@ -174,14 +174,16 @@ class ParallelEvaluator:
             max_steps: episode cap, policy steps.
             still_steps: end a rollout as failed once nothing in its scene has moved for this many steps
                 (see StillnessMonitor); 0 runs every failing rollout to the cap.
+            recorder: receives the rollouts' observations and ends, as in `rollouts_many`.
 
         Returns:
             The rollouts in order of their number.
         """
         job = RolloutJob(task, init_states, task_emb, num_rollouts)
-        return self.rollouts_many(policy, [job], max_steps, still_steps)[0]
+        return self.rollouts_many(policy, [job], max_steps, still_steps, recorder)[0]
 
-    def rollouts_many(self, policy, jobs: list, max_steps: int, still_steps: int = 0) -> list[list[Rollout]]:
+    def rollouts_many(self, policy, jobs: list, max_steps: int, still_steps: int = 0,
+                      recorder=None) -> list[list[Rollout]]:
         """Run the rollouts of several tasks at once: a free slot takes the next rollout of any job.
 
         The rollouts wait in one queue, job after job and in order of their number within a job. Each step
@@ -199,6 +201,9 @@ class ParallelEvaluator:
             max_steps: episode cap, policy steps.
             still_steps: end a rollout as failed once nothing in its scene has moved for this many steps
                 (see StillnessMonitor); 0 runs every failing rollout to the cap.
+            recorder: when given, ``recorder.frame(task, i, obs)`` receives every observation of rollout i of
+                a job of task number ``task`` (the first after the reset, then one per step) and
+                ``recorder.end(task, i, success)`` its end, as in `run_rollouts`.
 
         Returns:
             For each job, its rollouts in order of their number.
@@ -229,8 +234,15 @@ class ParallelEvaluator:
                 items.append((s, job.task, job.init_states[i % len(job.init_states)], still_steps))
             return self._send("reset", items)
 
+        def record(s: int) -> None:
+            if recorder is not None:
+                k, i = slot[s]
+                recorder.frame(jobs[k].task, i, obs[s])
+
         first = self._gather(start(list(range(n))))
         obs = [first[s] for s in range(n)]
+        for s in range(n):
+            record(s)
         embs = np.stack([jobs[k].task_emb for k, _ in slot])
         steps = [0] * n
         active = [True] * n
@@ -245,6 +257,7 @@ class ParallelEvaluator:
             for s in sorted(stepped):
                 obs[s], success, stuck = stepped[s]
                 steps[s] += 1
+                record(s)
                 if success or stuck or steps[s] >= max_steps:
                     ended.append((s, success))
             if not ended:
@@ -260,9 +273,12 @@ class ParallelEvaluator:
             for s, success in ended:
                 k, i = finished[s]
                 done[k][i] = Rollout(i, success, steps[s], final[s])
+                if recorder is not None:
+                    recorder.end(jobs[k].task, i, success)
                 if s in following:
                     obs[s], steps[s] = following[s], 0
                     embs[s] = jobs[slot[s][0]].task_emb
+                    record(s)
                 else:
                     active[s] = False
             if restarted:

@@ -93,6 +93,9 @@ class Learner:
     """
 
     options: dict = {}
+    # Whether `eval_context` makes each task a network of its own from state beyond the weights (restored by
+    # `load_eval_state`); False here, every task is evaluated with the weights as they are.
+    per_task_networks: bool = False
 
     def __init__(self, policy, train: TrainConfig, options: dict):
         self.check_options(options)
@@ -155,6 +158,10 @@ class Learner:
     def eval_context(self, j: int):
         """Context manager in which the policy acts as the learner's policy for task j (a no-op here)."""
         return contextlib.nullcontext()
+
+    def load_eval_state(self, state: dict) -> None:
+        """Restore from a `state_dict()` only what `eval_context` needs, without any task's data (to evaluate
+        a saved policy); nothing here."""
 
     def shares_eval_context(self, tasks: list[int]) -> bool:
         """Whether `eval_context` makes the same policy for all of `tasks`, so that their rollouts may be

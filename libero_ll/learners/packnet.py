@@ -33,6 +33,7 @@ class PackNet(Learner):
     """
 
     options = {"keep_fraction": 0.25, "finetune_epochs": None}
+    per_task_networks = True
 
     def __init__(self, policy, train, options):
         super().__init__(policy, train, options)
@@ -173,11 +174,15 @@ class PackNet(Learner):
             "phase": self.phase,
         }
 
-    def load_state_dict(self, state: dict, tasks: list[TaskData]) -> None:
-        super().load_state_dict(state, tasks)
+    def load_eval_state(self, state: dict) -> None:
+        """Which task owns each weight and how many tasks are packed: each task's network for `eval_context`."""
         device = self.policy.device
         self.owner = {n: m.to(device) for n, m in state["owner"].items()}
         self.num_packed = int(state["num_packed"])
+
+    def load_state_dict(self, state: dict, tasks: list[TaskData]) -> None:
+        super().load_state_dict(state, tasks)
+        self.load_eval_state(state)
         self.phase = str(state["phase"])
         # Frozen values are the current ones: they were copied back after every step before the save.
         if self.phase == "finetune":

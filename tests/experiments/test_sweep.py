@@ -24,6 +24,23 @@ REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "configs" / "smoke.yaml"
 
 
+# The shipped smoke sweeps' three seeds (15 runs each) behind -m slow; by default one seed, the same runs.
+SEEDS = [pytest.param(None, marks=pytest.mark.slow, id="three-seeds"), pytest.param([100], id="one-seed")]
+
+
+def shipped_sweep(tmp_path: Path, name: str, seeds: list[int] | None) -> tuple[Path, int]:
+    """configs/sweeps/<name> and its number of seeds; with `seeds`, a copy of it with only those seeds."""
+    src = REPO / "configs" / "sweeps" / name
+    if seeds is None:
+        return src, 3
+    text = src.read_text()
+    assert "config: ../smoke.yaml" in text and "seeds: [100, 200, 300]" in text
+    text = text.replace("config: ../smoke.yaml", f"config: {SMOKE}").replace("seeds: [100, 200, 300]", f"seeds: {seeds}")
+    path = tmp_path / name
+    path.write_text(text)
+    return path, len(seeds)
+
+
 def write_sweep(tmp_path: Path, text: str, name: str = "sweep.yaml") -> Path:
     path = tmp_path / name
     path.write_text(f"config: {SMOKE}\n" + text)
@@ -153,17 +170,19 @@ def test_shipped_sweeps_expand(tmp_path, monkeypatch):
         load_sweep(REPO / "configs" / "sweeps" / "pretraining_cpu.yaml")
 
 
-def test_the_smoke_table2_sweep_killed_and_rerun_gives_the_uninterrupted_report(tmp_path, smoke_data):
-    """The shipped smoke-scale Table-2 sweep (15 runs), whole; then killed with one run finished and
-    another in the middle of its second task, and run again: the same report and the same weights."""
-    sweep_file = REPO / "configs" / "sweeps" / "table2_smoke.yaml"
+@pytest.mark.parametrize("seeds", SEEDS)
+def test_the_smoke_table2_sweep_killed_and_rerun_gives_the_uninterrupted_report(tmp_path, smoke_data, seeds):
+    """The shipped smoke-scale Table-2 sweep (5 learners x its seeds), whole; then killed with one run finished
+    and another in the middle of its second task, and run again: the same report and the same weights."""
+    sweep_file, n_seeds = shipped_sweep(tmp_path, "table2_smoke.yaml", seeds)
+    runs = 5 * n_seeds
     overrides = [f"data.dir={smoke_data}", "train.epochs=4", "eval.max_steps=4", "eval.init_states=1"]
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
     whole = tmp_path / "whole"
     done = subprocess.run(_sweep_cmd(sweep_file, whole, *overrides), cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count(": FWT ") == 15 and "15 of 15 runs done, 0 failed" in done.stdout
+    assert done.stdout.count(": FWT ") == runs and f"{runs} of {runs} runs done, 0 failed" in done.stdout
     assert (whole / "report" / "report.html").exists()
     with open(whole / "report" / "libero_table.csv") as f:
         assert {row["learner"] for row in csv.DictReader(f)} == {"seql", "er", "ewc", "packnet", "mtl"}
@@ -212,23 +231,24 @@ def test_the_smoke_table2_sweep_killed_and_rerun_gives_the_uninterrupted_report(
     assert json.loads((resumed[0] / "sweep.json").read_text())["sweep"] == "table2_smoke"
 
 
-def test_the_smoke_task_order_sweep_reports_five_orders(tmp_path, smoke_data):
+@pytest.mark.parametrize("seeds", SEEDS)
+def test_the_smoke_task_order_sweep_reports_five_orders(tmp_path, smoke_data, seeds):
     """The shipped smoke-scale task-order study: its third task's demos are collected once, before the runs."""
     import shutil
 
     data = tmp_path / "data"
     shutil.copytree(smoke_data, data)
-    sweep_file = REPO / "configs" / "sweeps" / "task_orders_smoke.yaml"
+    sweep_file, n_seeds = shipped_sweep(tmp_path, "task_orders_smoke.yaml", seeds)
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
     done = subprocess.run(_sweep_cmd(sweep_file, tmp_path / "out", f"data.dir={data}", "eval.max_steps=4"),
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("collected 2 demos of put_the_cream_cheese_in_the_basket") == 1
-    assert "15 of 15 runs done" in done.stdout
+    assert f"{5 * n_seeds} of {5 * n_seeds} runs done" in done.stdout
     with open(tmp_path / "out" / "report" / "task_orders.csv") as f:
         rows = list(csv.DictReader(f))
     assert len({r["task_order"] for r in rows}) == 5
-    assert {r["n"] for r in rows} == {"3"}
+    assert {r["n"] for r in rows} == {str(n_seeds)}
 
 
 def test_demo_files_of_another_image_size_stop_the_sweep_before_any_run(tmp_path, smoke_data, capsys):

@@ -183,6 +183,16 @@ def test_packnet_keeps_earlier_tasks_outputs_bit_for_bit(norm):
             assert torch.equal(feats, seen[j][0]) and torch.equal(loss, seen[j][1]), f"task {j} changed after task {k}"
             # Evaluation contexts leave the weights as they were.
             assert all(torch.equal(weights[n], p) for n, p in policy.named_parameters())
+    # A saved policy evaluated later (`libero-ll evaluate`): a fresh learner given only the final weights and
+    # the eval state of `state_dict()` makes every task's network again, bit for bit.
+    fresh_policy = make_policy("resnet_t", {**TINY, "encoder_norm": norm}, META)
+    fresh_policy.load_state_dict(policy.state_dict())
+    fresh = make_learner("packnet", fresh_policy, TrainConfig(epochs=1, batch_size=4, lr=1e-2), {"finetune_epochs": 1})
+    fresh.load_eval_state(learner.state_dict())
+    for j in range(3):
+        feats, loss = _outputs(fresh_policy, fresh, j, probes[j])
+        assert torch.equal(feats, seen[j][0]) and torch.equal(loss, seen[j][1]), f"task {j} differs when reloaded"
+    assert not torch.equal(_outputs(fresh_policy, fresh, 2, probes[0])[0], seen[0][0])
     kept = [sum(int((m == t).sum()) for m in learner.owner.values()) for t in (1, 2, 3)]
     total = sum(m.numel() for m in learner.owner.values())
     assert kept[0] == pytest.approx(0.25 * total, rel=0.02)

@@ -1,0 +1,72 @@
+"""`libero-ll evaluate`: roll out a run's saved policy again, with more rollouts, new initial states or videos."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def cmd_evaluate(args) -> int:
+    from libero_ll.experiments.evaluate import evaluate_run, save_evaluation
+
+    log = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    evaluation = evaluate_run(
+        args.run_dir, checkpoint=args.checkpoint, tasks=_split(args.tasks), rollouts=args.rollouts,
+        new_states=args.new_states, init_seed=args.init_seed, max_steps=args.max_steps, workers=args.workers,
+        video_dir=args.video, log=log,
+    )
+    path = save_evaluation(evaluation, args.out)
+    if args.json:
+        print(json.dumps(evaluation.to_dict(), indent=2))
+    else:
+        print(f"{'task':<6} {'success':>8} {'95% interval':>13} {'rollouts':>9}  name")
+        for r in evaluation.tasks:
+            print(f"{r.number:<6} {r.rate:>8.2f} {r.low:>6.2f}-{r.high:<6.2f} {r.rollouts:>9}  {r.task}")
+        if len(evaluation.tasks) > 1:
+            wins = sum(r.successes for r in evaluation.tasks)
+            total = sum(r.rollouts for r in evaluation.tasks)
+            print(f"{'all':<6} {wins / total:>8.2f} {'':>13} {total:>9}")
+        if evaluation.videos:
+            print(f"videos in {evaluation.videos}")
+    log(f"written to {path} ({evaluation.seconds:.0f}s)")
+    return 0
+
+
+def _split(items: list[str] | None) -> list[str] | None:
+    """Task arguments, each possibly a comma-separated list."""
+    if not items:
+        return None
+    return [part for item in items for part in item.split(",") if part]
+
+
+def register(sub) -> None:
+    s = sub.add_parser(
+        "evaluate",
+        help="roll out a run's saved policy (final or a stage's) again: more rollouts, new initial states, videos",
+    )
+    s.add_argument("run_dir", help="a run directory")
+    s.add_argument(
+        "--checkpoint", default="final",
+        help="'final' (the policy after the last stage; default) or a task number from 1 (the policy kept "
+        "when that task's stage ended)",
+    )
+    s.add_argument(
+        "--tasks", nargs="*", metavar="TASK",
+        help="task numbers from 1 or names (default: all for the final policy, the stage's own for a stage's)",
+    )
+    s.add_argument("--rollouts", type=int, help="rollouts per task (default: the run's eval.rollouts)")
+    s.add_argument(
+        "--new-states", type=int, metavar="N",
+        help="start from N initial states sampled anew instead of the run's own (those also picked the kept "
+        "epoch); --rollouts defaults to N",
+    )
+    s.add_argument("--init-seed", type=int, help="seed of the new states (default: the run's eval.init_seed + 1000)")
+    s.add_argument("--max-steps", type=int, help="episode cap in policy steps (default: the run's eval.max_steps)")
+    s.add_argument("--workers", type=int, help="evaluation processes, 0 for one per core (default: the run's)")
+    s.add_argument("--video", metavar="DIR", help="write each rollout's cameras as DIR/<task>/rolloutNNN_<outcome>.mp4")
+    s.add_argument(
+        "--out", metavar="FILE",
+        help="write the results here (default: RUN_DIR/evaluations/<checkpoint>_<time>.json)",
+    )
+    s.add_argument("--json", action="store_true", help="print the results as JSON (progress goes to stderr)")
+    s.set_defaults(func=cmd_evaluate)

@@ -1,0 +1,323 @@
+"""Evaluating a saved policy of a run: more rollouts, fresh initial states, videos, after the run is over.
+
+A run keeps the policy of each stage as it was when the stage ended (``checkpoints/taskNN_best.pt``: the
+weights of the stage's best evaluation) and the policy after the last stage (``final_policy.pt``).
+`evaluate_run` rolls one of them out on some of the run's tasks with the run's own settings (environment,
+language encoder, step cap), from the run's fixed initial states or from new ones, and says how often each
+task succeeded with a 95% interval. A run's own evaluations use 10 to 50 rollouts from the states that also
+picked the kept epoch, so its figures carry both sampling noise and that selection; more rollouts from
+new states measure the kept policy without either.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from libero_ll.errors import LiberoError
+from libero_ll.experiments.checkpoint import FINAL_POLICY, derive_seed, isolated_rng, load_checkpoint
+from libero_ll.experiments.lifelong import STATE_FILE, env_config, resolve_workers, suite_tasks, write_json
+
+# The seed parts of an evaluation's random streams (sampled actions), after the run's seed.
+EVALUATE_STREAM = 777_777
+# Added to the run's eval.init_seed for new initial states when no seed is given: never the run's own.
+NEW_STATES_SEED_OFFSET = 1_000
+
+
+@dataclass
+class TaskResult:
+    """One task's rollouts.
+
+    Attributes:
+        task: the task's name (its file's stem).
+        number: the task's position in the run, from 1.
+        successes: rollouts whose goal held before the cap.
+        rollouts: rollouts run.
+        low, high: the Wilson 95% interval of the success rate.
+        mean_steps_to_success: mean policy steps of the successful rollouts (None without any).
+        outcomes: each rollout's success, in order of its number.
+    """
+
+    task: str
+    number: int
+    successes: int
+    rollouts: int
+    low: float
+    high: float
+    mean_steps_to_success: float | None
+    outcomes: list[bool] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.successes / self.rollouts if self.rollouts else float("nan")
+
+
+@dataclass
+class Evaluation:
+    """What `evaluate_run` measured, and how."""
+
+    run_dir: str
+    checkpoint: str
+    init_states: str
+    max_steps: int
+    seconds: float
+    tasks: list[TaskResult]
+    videos: str | None = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for t, r in zip(d["tasks"], self.tasks):
+            t["rate"] = r.rate
+        return d
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a binomial rate (95% for z = 1.96); (0, 1) for n = 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tuple[Path, list[int] | None]:
+    """The file of `checkpoint` ("final" or a task number from 1) and the tasks its stage learned (None
+    for the final policy)."""
+    if checkpoint == "final":
+        path = run_dir / FINAL_POLICY
+        if not path.exists():
+            kept = sorted(p.name for p in (run_dir / "checkpoints").glob("*.pt"))
+            hint = f"; stages kept so far: {', '.join(kept)} (--checkpoint N)" if kept else ""
+            raise LiberoError(f"{run_dir} has no {FINAL_POLICY}: the run has not finished{hint}")
+        return path, None
+    try:
+        number = int(checkpoint)
+    except ValueError:
+        raise LiberoError(f"checkpoint {checkpoint!r}: give 'final' or a task number from 1 to {len(names)}") from None
+    if not 1 <= number <= len(names):
+        raise LiberoError(f"checkpoint {number}: the run has tasks 1 to {len(names)}")
+    for path in (run_dir / "checkpoints" / f"task{number - 1:02d}_best.pt", run_dir / "checkpoints" / "all_tasks_best.pt"):
+        if path.exists():
+            stage = load_checkpoint(path).get("tasks")
+            if stage is not None and number - 1 in [int(j) for j in stage]:
+                return path, [int(j) for j in stage]
+    kept = sorted(p.name for p in (run_dir / "checkpoints").glob("*.pt"))
+    raise LiberoError(
+        f"{run_dir}: no kept policy of task {number} ({names[number - 1]}) yet; "
+        f"kept: {', '.join(kept) if kept else 'none'}"
+    )
+
+
+def _task_numbers(spec: list[str] | None, names: list[str], default: list[int]) -> list[int]:
+    """Task positions (from 0) named by numbers from 1 or by names; `default` when `spec` is empty."""
+    if not spec:
+        return default
+    out = []
+    for item in spec:
+        if item in names:
+            out.append(names.index(item))
+            continue
+        try:
+            number = int(item)
+        except ValueError:
+            raise LiberoError(
+                f"task {item!r} is not one of the run's tasks: {', '.join(f'{k + 1} {n}' for k, n in enumerate(names))}"
+            ) from None
+        if not 1 <= number <= len(names):
+            raise LiberoError(f"task {number}: the run has tasks 1 to {len(names)}")
+        out.append(number - 1)
+    return list(dict.fromkeys(out))
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    checkpoint: str = "final",
+    tasks: list[str] | None = None,
+    rollouts: int | None = None,
+    new_states: int | None = None,
+    init_seed: int | None = None,
+    max_steps: int | None = None,
+    workers: int | None = None,
+    video_dir: str | Path | None = None,
+    recorder=None,
+    log: Callable[[str], None] = print,
+) -> Evaluation:
+    """Roll out a run's saved policy on its tasks.
+
+    Args:
+        run_dir: a run directory (its config.yaml, init_states.npz and checkpoints).
+        checkpoint: "final" (the policy after the last stage, with the learner's per-task networks for
+            PackNet) or a task number from 1 (the policy kept when that task's stage ended).
+        tasks: task numbers from 1 or task names; default every task for the final policy, the stage's
+            own tasks for a stage's policy.
+        rollouts: rollouts per task; default the run's eval.rollouts, or `new_states` when that is given.
+        new_states: when given, start the rollouts from this many initial states sampled anew (seed
+            `init_seed`) instead of the run's own; rollout i starts from state i % M either way.
+        init_seed: the seed of the new states (task k uses init_seed + k); default the run's
+            eval.init_seed + 1000.
+        max_steps: episode cap in policy steps; default the run's eval.max_steps.
+        workers: evaluation processes (0: one per core); default the run's eval.workers.
+        video_dir: when given, each rollout's camera images go to an MP4 under video_dir/<task>/.
+        recorder: instead of `video_dir`, any rollout recorder (``frame(task, i, obs)`` and
+            ``end(task, i, success)``, task numbers from 0; see `libero_ll.evaluation.video`).
+        log: receives progress lines.
+
+    Raises:
+        LiberoError: what is wrong with the run directory or the arguments, before any rollout.
+    """
+    from omegaconf import OmegaConf
+
+    from libero_ll.data.hdf5 import LOWDIM_SIZES
+    from libero_ll.envs.env import LiberoEnv
+    from libero_ll.evaluation.rollout import run_rollouts
+    from libero_ll.experiments.config import learner_options, load_config, policy_config
+    from libero_ll.experiments.checkpoint import load_policy_weights
+    from libero_ll.learners import TrainConfig, make_learner
+    from libero_ll.policies import make_policy
+    from libero_ll.policies.language import encode_instructions
+
+    t_start = time.time()
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.yaml").exists():
+        raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
+    cfg = load_config(run_dir / "config.yaml")
+    task_files = suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
+    names = [t.stem for t in task_files]
+    weights, stage = _weights_file(run_dir, str(checkpoint), names)
+    chosen = _task_numbers(tasks, names, stage if stage is not None else list(range(len(names))))
+    for value, what in ((rollouts, "rollouts"), (new_states, "new_states"), (max_steps, "max_steps")):
+        if value is not None and int(value) < 1:
+            raise LiberoError(f"{what} must be 1 or more, got {value}")
+    if workers is not None and int(workers) < 0:
+        raise LiberoError(f"workers must be 0 (one per CPU core) or more, got {workers}")
+    if not (run_dir / "init_states.npz").exists() and new_states is None:
+        raise LiberoError(f"{run_dir} has no init_states.npz; give new_states to sample initial states")
+    n_rollouts = int(rollouts if rollouts is not None else (new_states or cfg.eval.rollouts))
+    cap = int(max_steps if max_steps is not None else cfg.eval.max_steps)
+
+    env_cfg = env_config(cfg)
+    env_cfg.max_steps = cap
+    embs = encode_instructions([_language(t) for t in task_files], str(cfg.language_encoder))
+    shape_meta = {
+        "image_shape": (int(cfg.env.image_size), int(cfg.env.image_size), 3),
+        "lowdim": dict(LOWDIM_SIZES),
+        "action_dim": 7,
+        "task_emb_dim": int(embs.shape[1]),
+    }
+    policy = make_policy(str(cfg.policy.name), policy_config(cfg), shape_meta)
+    load_policy_weights(policy, weights)
+    train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
+    learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
+    if learner.per_task_networks and stage is not None and any(j not in stage for j in chosen):
+        raise LiberoError(
+            f"checkpoint {checkpoint}: {cfg.learner.name} makes each task a network of its own at the end of its "
+            f"stage, so a stage's kept weights are no other task's network; evaluate the final policy instead"
+        )
+    if learner.per_task_networks and stage is None:
+        if not (run_dir / STATE_FILE).exists():
+            raise LiberoError(
+                f"{run_dir} has no {STATE_FILE}, which holds what {cfg.learner.name} needs to make each task's "
+                f"network from the final weights"
+            )
+        learner.load_eval_state(load_checkpoint(run_dir / STATE_FILE)["learner"])
+
+    envs: dict[int, LiberoEnv] = {}
+    if video_dir is not None and recorder is not None:
+        raise LiberoError("give video_dir or a recorder, not both")
+    evaluator, videos = None, None
+    try:
+        if new_states is None:
+            with np.load(run_dir / "init_states.npz") as f:
+                states = {j: f[names[j]] for j in chosen}
+            where = f"the run's {len(next(iter(states.values())))} fixed initial states"
+        else:
+            seed = int(init_seed) if init_seed is not None else int(cfg.eval.init_seed) + NEW_STATES_SEED_OFFSET
+            states = {}
+            for j in chosen:
+                envs[j] = LiberoEnv(task_files[j], env_cfg)
+                states[j] = envs[j].sample_init_states(int(new_states), seed + j)
+            where = f"{new_states} new initial states (seed {seed} + task number from 0)"
+        n_workers = resolve_workers(int(workers if workers is not None else cfg.eval.workers), n_rollouts)
+        if video_dir is not None:
+            from libero_ll.evaluation.video import RolloutVideos
+
+            recorder = videos = RolloutVideos(video_dir, names, policy.image_keys)
+        if n_workers > 1:
+            from libero_ll.evaluation.vector_eval import ParallelEvaluator
+
+            evaluator = ParallelEvaluator(task_files, env_cfg, n_workers, int(cfg.eval.envs_per_worker))
+        log(f"evaluating {weights.relative_to(run_dir)} of {run_dir}: {n_rollouts} rollouts per task from {where}, "
+            f"at most {cap} steps, {n_workers} worker{'s' if n_workers > 1 else ''}")
+        threads = torch.get_num_threads()
+        if evaluator is not None:
+            torch.set_num_threads(1)  # the workers need the cores
+        results = []
+        try:
+            for j in chosen:
+                t0 = time.time()
+                with learner.eval_context(j), isolated_rng(derive_seed(int(cfg.seed), EVALUATE_STREAM, j)), \
+                        torch.no_grad():
+                    policy.eval()
+                    args = (states[j], embs[j], n_rollouts, cap, int(cfg.eval.still_steps))
+                    if evaluator is not None:
+                        done = evaluator.rollouts(policy, j, *args, recorder=recorder)
+                    else:
+                        if j not in envs:
+                            envs[j] = LiberoEnv(task_files[j], env_cfg)
+                        done = run_rollouts(policy, envs[j], *args, recorder=recorder, task=j)
+                wins = [r for r in done if r.success]
+                low, high = wilson_interval(len(wins), len(done))
+                results.append(TaskResult(
+                    task=names[j], number=j + 1, successes=len(wins), rollouts=len(done), low=low, high=high,
+                    mean_steps_to_success=float(np.mean([r.steps for r in wins])) if wins else None,
+                    outcomes=[bool(r.success) for r in done],
+                ))
+                log(f"task {j + 1} {names[j]}: {len(wins)}/{len(done)} = {len(wins) / len(done):.2f} "
+                    f"(95% {low:.2f}-{high:.2f}) in {time.time() - t0:.0f}s")
+        finally:
+            torch.set_num_threads(threads)
+        return Evaluation(
+            run_dir=str(run_dir), checkpoint=str(weights.relative_to(run_dir)), init_states=where, max_steps=cap,
+            seconds=time.time() - t_start, tasks=results, videos=str(video_dir) if video_dir is not None else None,
+        )
+    finally:
+        if videos is not None:
+            videos.close()
+        if evaluator is not None:
+            evaluator.close()
+        for env in envs.values():
+            env.close()
+
+
+def _language(task_file: Path) -> str:
+    """A task file's instruction, as the run embedded it."""
+    from libero_ll.bddl.parser import parse_file
+
+    return parse_file(task_file).language
+
+
+def save_evaluation(evaluation: Evaluation, path: str | Path | None = None) -> Path:
+    """Write `evaluation` as JSON (atomically): to `path`, or to RUN_DIR/evaluations/<checkpoint>_<time>.json.
+    Nothing the run wrote is touched."""
+    if path is None:
+        stem = Path(evaluation.checkpoint).stem
+        folder = Path(evaluation.run_dir) / "evaluations"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{stem}_{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+        n = 1
+        while path.exists():
+            n += 1
+            path = folder / f"{stem}_{datetime.now().strftime('%Y%m%d-%H%M%S')}-{n}.json"
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, evaluation.to_dict())
+    return path

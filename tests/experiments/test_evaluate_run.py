@@ -1,0 +1,196 @@
+"""`libero-ll evaluate`: a run's saved policy rolled out again, as the run would, with new states and videos."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from libero_ll.cli import main
+from libero_ll.experiments.evaluate import evaluate_run, wilson_interval
+from libero_ll.experiments.lifelong import run_lifelong
+
+FAST = ["train.epochs=2", "eval.max_steps=6", "eval.init_states=2", "eval.rollouts=2", "language_encoder=task_id",
+        "policy.cfg.deterministic_eval=true"]
+
+
+class Frames:
+    """A rollout recorder that keeps every observation's agentview image."""
+
+    def __init__(self):
+        self.frames: dict[tuple[int, int], list[np.ndarray]] = {}
+        self.ends: dict[tuple[int, int], bool] = {}
+
+    def frame(self, task, index, obs):
+        self.frames.setdefault((task, index), []).append(np.array(obs["agentview_rgb"]))
+
+    def end(self, task, index, success):
+        self.ends[(task, index)] = success
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, smoke_data, smoke_envs, make_smoke_config) -> Path:
+    import torch
+
+    cfg = make_smoke_config(tmp_path_factory.mktemp("evaluate"), smoke_data, *FAST)
+    run = run_lifelong(cfg, log=lambda s: None, envs=smoke_envs)
+    # A smoke run succeeds nowhere, so every stage keeps its epoch-0 weights and all its policies are alike.
+    # Other final weights tell which file an evaluation loaded.
+    final = torch.load(run / "final_policy.pt", weights_only=True)
+    torch.manual_seed(0)
+    final["policy"] = {k: v + 0.05 * torch.randn_like(v) if v.is_floating_point() else v
+                       for k, v in final["policy"].items()}
+    torch.save(final, run / "final_policy.pt")
+    return run
+
+
+def _same(a: Frames, b: Frames) -> bool:
+    return a.frames.keys() == b.frames.keys() and all(
+        len(a.frames[k]) == len(b.frames[k]) and all(np.array_equal(x, y) for x, y in zip(a.frames[k], b.frames[k]))
+        for k in a.frames
+    )
+
+
+def test_final_policy_rolls_out_as_loaded_by_hand(run_dir, smoke_envs):
+    import torch
+
+    from libero_ll.data.hdf5 import LOWDIM_SIZES
+    from libero_ll.evaluation.rollout import run_rollouts
+    from libero_ll.experiments.config import load_config, policy_config
+    from libero_ll.experiments.checkpoint import load_policy_weights
+    from libero_ll.policies import make_policy
+    from libero_ll.policies.language import encode_instructions
+
+    here, there = Frames(), Frames()
+    result = evaluate_run(run_dir, rollouts=3, workers=1, recorder=here, log=lambda s: None)
+    assert [r.number for r in result.tasks] == [1, 2] and result.checkpoint == "final_policy.pt"
+    assert all(r.rollouts == 3 and len(r.outcomes) == 3 for r in result.tasks)
+    # Two worker processes give the same rollouts as one (a slot takes a second rollout).
+    evaluate_run(run_dir, rollouts=3, workers=2, recorder=there, log=lambda s: None)
+    assert _same(here, there)
+    # The same rollouts, built by hand from the run's files.
+    cfg = load_config(run_dir / "config.yaml")
+    embs = encode_instructions([e.spec.language for e in smoke_envs], "task_id")
+    meta = {"image_shape": (32, 32, 3), "lowdim": LOWDIM_SIZES, "action_dim": 7, "task_emb_dim": embs.shape[1]}
+    policy = make_policy("resnet_t", policy_config(cfg), meta)
+    load_policy_weights(policy, run_dir / "final_policy.pt")
+    policy.eval()
+    by_hand = Frames()
+    with np.load(run_dir / "init_states.npz") as f, torch.no_grad():
+        for j, env in enumerate(smoke_envs):
+            run_rollouts(policy, env, f[list(cfg.tasks)[j]], embs[j], 3, 6, int(cfg.eval.still_steps),
+                         recorder=by_hand, task=j)
+    assert _same(here, by_hand)
+    # Every rollout's frames change as the arm moves, and each rollout was ended once.
+    assert all(not np.array_equal(v[0], v[-1]) for v in here.frames.values())
+    assert set(here.ends) == set(here.frames)
+
+
+def test_stage_checkpoint_and_new_states(run_dir):
+    first, again, own = Frames(), Frames(), Frames()
+    result = evaluate_run(run_dir, checkpoint="1", new_states=3, init_seed=5, workers=1, recorder=first,
+                          log=lambda s: None)
+    # A stage's policy is evaluated on the stage's own task by default, from the 3 new states.
+    assert result.checkpoint == "checkpoints/task00_best.pt" and [r.number for r in result.tasks] == [1]
+    assert result.tasks[0].rollouts == 3 and "3 new initial states" in result.init_states
+    evaluate_run(run_dir, checkpoint="1", new_states=3, init_seed=5, workers=1, recorder=again, log=lambda s: None)
+    assert _same(first, again)
+    evaluate_run(run_dir, checkpoint="1", rollouts=2, workers=1, recorder=own, log=lambda s: None)
+    # New states are not the run's own: the first images differ.
+    assert not np.array_equal(first.frames[(0, 0)][0], own.frames[(0, 0)][0])
+    # The stage's policy is not the final one: from the same states the arm moves otherwise.
+    final = Frames()
+    evaluate_run(run_dir, tasks=["1"], rollouts=2, workers=1, recorder=final, log=lambda s: None)
+    assert np.array_equal(final.frames[(0, 0)][0], own.frames[(0, 0)][0])
+    assert not np.array_equal(final.frames[(0, 0)][-1], own.frames[(0, 0)][-1])
+    assert not np.array_equal(first.frames[(0, 0)][0], first.frames[(0, 1)][0])
+
+
+def test_cli_writes_results_and_videos(run_dir, tmp_path, capsys):
+    import av
+
+    out = tmp_path / "eval.json"
+    video = tmp_path / "video"
+    assert main(["evaluate", str(run_dir), "--checkpoint", "2", "--tasks", "1,2", "--rollouts", "1",
+                 "--workers", "1", "--video", str(video), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "95% interval" in printed and "put_the_black_bowl_on_the_plate" in printed
+    saved = json.loads(out.read_text())
+    assert [t["number"] for t in saved["tasks"]] == [1, 2] and saved["checkpoint"] == "checkpoints/task01_best.pt"
+    files = sorted(video.rglob("*.mp4"))
+    assert [f.parent.name for f in files] == ["put_the_alphabet_soup_in_the_basket", "put_the_black_bowl_on_the_plate"]
+    assert all(f.name in ("rollout000_success.mp4", "rollout000_failure.mp4") for f in files)
+    with av.open(str(files[0])) as c:
+        frames = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+    # The first image and one per step (the cap is 6 unless the scene stood still), both cameras side by side.
+    assert 2 <= len(frames) <= 7 and frames[0].shape == (32, 64, 3)
+    assert np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 1.0
+    # The run's own files are untouched; by default results go to RUN_DIR/evaluations.
+    assert main(["evaluate", str(run_dir), "--checkpoint", "1", "--rollouts", "1", "--workers", "1", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["tasks"][0]["rollouts"] == 1
+    assert len(list((run_dir / "evaluations").glob("task00_best_*.json"))) == 1
+
+
+def test_bad_input_is_named(run_dir, tmp_path, capsys):
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(run_dir, unfinished)
+    (unfinished / "final_policy.pt").unlink()
+    (unfinished / "checkpoints" / "task01_best.pt").unlink()
+    cases = [
+        ([str(tmp_path)], "not a run directory"),
+        ([str(unfinished)], "has not finished; stages kept so far: task00_best.pt"),
+        ([str(unfinished), "--checkpoint", "2"], "no kept policy of task 2"),
+        ([str(run_dir), "--checkpoint", "3"], "the run has tasks 1 to 2"),
+        ([str(run_dir), "--checkpoint", "best"], "give 'final' or a task number"),
+        ([str(run_dir), "--tasks", "stack_the_bowls"], "'stack_the_bowls' is not one of the run's tasks: 1 put_the"),
+        ([str(run_dir), "--rollouts", "0"], "rollouts must be 1 or more"),
+    ]
+    for args, words in cases:
+        assert main(["evaluate", *args]) == 2
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, (args, err)
+
+
+def test_packnet_final_policy_gives_each_task_its_own_network(tmp_path, smoke_data, smoke_envs, make_smoke_config):
+    import torch
+
+    from libero_ll.data.hdf5 import LOWDIM_SIZES
+    from libero_ll.errors import LiberoError
+    from libero_ll.evaluation.rollout import run_rollouts
+    from libero_ll.experiments.checkpoint import load_policy_weights
+    from libero_ll.experiments.config import policy_config
+    from libero_ll.policies import make_policy
+
+    cfg = make_smoke_config(tmp_path, smoke_data, *FAST, "learner.name=packnet")
+    run = run_lifelong(cfg, log=lambda s: None, envs=smoke_envs)
+    masked = Frames()
+    evaluate_run(run, tasks=["1"], workers=1, recorder=masked, log=lambda s: None)
+    # The final weights as they are (task 2's weights included) move the arm otherwise from the same states.
+    first = smoke_envs[0]
+    meta = {"image_shape": (32, 32, 3), "lowdim": LOWDIM_SIZES, "action_dim": 7, "task_emb_dim": 2}
+    policy = make_policy("resnet_t", policy_config(cfg), meta)
+    load_policy_weights(policy, run / "final_policy.pt")
+    policy.eval()
+    plain = Frames()
+    with np.load(run / "init_states.npz") as f, torch.no_grad():
+        run_rollouts(policy, first, f[list(cfg.tasks)[0]], np.eye(2, dtype=np.float32)[0], 2, 6,
+                     int(cfg.eval.still_steps), recorder=plain, task=0)
+    assert np.array_equal(plain.frames[(0, 0)][0], masked.frames[(0, 0)][0])
+    assert not np.array_equal(plain.frames[(0, 0)][-1], masked.frames[(0, 0)][-1])
+    with pytest.raises(LiberoError, match="no other task's network"):
+        evaluate_run(run, checkpoint="1", tasks=["2"], workers=1, log=lambda s: None)
+    (run / "resume.pt").unlink()
+    with pytest.raises(LiberoError, match="has no resume.pt"):
+        evaluate_run(run, workers=1, log=lambda s: None)
+
+
+def test_wilson_interval():
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    low, high = wilson_interval(8, 10)
+    assert low == pytest.approx(0.490, abs=1e-3) and high == pytest.approx(0.943, abs=1e-3)
+    low, high = wilson_interval(10, 10)
+    assert high == 1.0 and low == pytest.approx(0.722, abs=1e-3)
