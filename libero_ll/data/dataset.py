@@ -108,6 +108,9 @@ class SequenceDataset:
         grasp_weight, grasp_steps: with a grasp_weight other than 1, batches carry a ``"weight"`` per step
             (`grasp_weights`: grasp_weight on the grasp_steps steps before each closing of the fingers
             and a few after, 1 elsewhere), by which the policy's loss weights each step.
+        device: None to hold the data in host memory (numpy) and gather batches there; or a torch device to
+            hold it there (images still uint8) and gather batches on it, so that a GPU's batches never
+            cross the bus. The batches are the same either way (`"task_id"` stays on the host).
     """
 
     def __init__(
@@ -117,6 +120,7 @@ class SequenceDataset:
         obs_keys: Sequence[str],
         grasp_weight: float = 1.0,
         grasp_steps: int = 15,
+        device: torch.device | str | None = None,
     ) -> None:
         if seq_len < 1:
             raise ValueError(f"seq_len must be at least 1, got {seq_len}")
@@ -186,6 +190,27 @@ class SequenceDataset:
             if float(grasp_weight) != 1.0
             else None
         )
+        self.device = None
+        if device is not None:
+            self.to_device(device)
+
+    def to_device(self, device: torch.device | str) -> SequenceDataset:
+        """Hold the data on `device` from now on and gather batches there (see the class); returns self."""
+        if self.device is not None:
+            raise ValueError(f"the dataset is already on {self.device}")
+        self.device = torch.device(device)
+        # Everything a batch is gathered from moves to the device once; the host copies are dropped.
+        self._arrays = {k: torch.from_numpy(a).to(self.device) for k, a in self._arrays.items()}
+        self._dev = {
+            "start": torch.from_numpy(self._start).to(self.device),
+            "last": torch.from_numpy(self._last).to(self.device),
+            "offsets": torch.from_numpy(self._offsets).to(self.device),
+            "task_emb": torch.from_numpy(self._task_emb).to(self.device),
+            "task_pos": torch.from_numpy(self._task_pos).to(self.device),
+        }
+        if self._weight is not None:
+            self._dev["weight"] = torch.from_numpy(self._weight).to(self.device)
+        return self
 
     def __len__(self) -> int:
         return int(len(self._start))
@@ -205,6 +230,8 @@ class SequenceDataset:
             repeat its last step and have mask False.
         """
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if self.device is not None:
+            return self._get_batch_on_device(idx)
         B, L = len(idx), self.seq_len
         steps = self._start[idx, None] + self._offsets[None, :]
         last = self._last[idx, None]
@@ -226,6 +253,31 @@ class SequenceDataset:
             batch["weight"] = torch.from_numpy(self._weight[flat].reshape(B, L))
         return batch
 
+    def _get_batch_on_device(self, idx: np.ndarray) -> dict:
+        """`get_batch` with every gather on the dataset's device (the same numbers as the host's)."""
+        d = self._dev
+        B, L = len(idx), self.seq_len
+        at = torch.from_numpy(idx).to(self.device, non_blocking=True)
+        steps = d["start"][at, None] + d["offsets"][None, :]
+        last = d["last"][at, None]
+        mask = steps <= last
+        flat = torch.minimum(steps, last).reshape(-1)
+
+        def gather(key: str) -> torch.Tensor:
+            arr = self._arrays[key]
+            return arr.index_select(0, flat).reshape(B, L, *arr.shape[1:])
+
+        batch = {
+            "obs": {key: gather(key) for key in self.obs_keys},
+            "actions": gather("actions"),
+            "mask": mask,
+            "task_emb": d["task_emb"].index_select(0, d["task_pos"][at]),
+            "task_id": torch.from_numpy(self._task_id[idx]),
+        }
+        if "weight" in d:
+            batch["weight"] = d["weight"].index_select(0, flat).reshape(B, L)
+        return batch
+
     def num_steps(self) -> int:
         """Total number of demo steps held."""
         return int(len(self._start))
@@ -233,4 +285,4 @@ class SequenceDataset:
     def nbytes(self) -> int:
         """Bytes held by the dataset's arrays (data, embeddings and window index), for memory budgets."""
         held = [*self._arrays.values(), self._task_emb, self._start, self._last, self._index, self._task_id]
-        return int(sum(a.nbytes for a in held))
+        return int(sum(a.nbytes if isinstance(a, np.ndarray) else a.numel() * a.element_size() for a in held))

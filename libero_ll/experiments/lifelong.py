@@ -263,7 +263,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             stage = stages[s]
             label = names[stage[0]] if len(stage) == 1 else f"all {len(stage)} tasks"
             data_s = task_data[stage[0]] if len(stage) == 1 else [task_data[j] for j in stage]
-            dataset = train_cfg.dataset([task_data[j] for j in stage], policy.seq_len, obs_keys)
+            dataset = train_cfg.dataset([task_data[j] for j in stage], policy.seq_len, obs_keys, policy.device)
             phase, first_epoch = (pos.phase, pos.epoch) if s == pos.stage else ("start", 0)
             t0, eval_before = time.time(), eval_seconds
 

@@ -56,6 +56,9 @@ class TrainConfig:
             before each closing of the fingers and the few after it (data.dataset.grasp_weights); the other
             steps weigh 1, replayed ones included.
         grasp_steps: steps before a closing of the fingers that grasp_weight covers.
+        data_on_device: hold the training windows (and ER's replay memory) on the policy's device and gather
+            batches there: true, false, or null (auto: on a CUDA GPU when the data takes at most half of its
+            free memory; on a CPU the host arrays are used). The batches are the same either way.
     """
 
     epochs: int = 50
@@ -68,8 +71,11 @@ class TrainConfig:
     ema_decay: float = 0.0
     grasp_weight: float = 1.0
     grasp_steps: int = 15
+    data_on_device: bool | None = None
 
     def __post_init__(self) -> None:
+        if self.data_on_device is not None and not isinstance(self.data_on_device, bool):
+            raise LiberoError(f"train.data_on_device must be true, false or null (auto), got {self.data_on_device!r}")
         if not 0.0 <= float(self.ema_decay) < 1.0:
             raise LiberoError(f"train.ema_decay must be in [0, 1), got {self.ema_decay}")
         if isinstance(self.grasp_weight, bool) or not isinstance(self.grasp_weight, (int, float)) \
@@ -78,9 +84,21 @@ class TrainConfig:
         if isinstance(self.grasp_steps, bool) or not isinstance(self.grasp_steps, int) or self.grasp_steps < 0:
             raise LiberoError(f"train.grasp_steps must be a non-negative integer, got {self.grasp_steps!r}")
 
-    def dataset(self, tasks: list[TaskData], seq_len: int, obs_keys: list[str]) -> SequenceDataset:
-        """The windows of `tasks` with this config's grasp weighting."""
-        return SequenceDataset(tasks, seq_len, obs_keys, self.grasp_weight, self.grasp_steps)
+    def dataset(self, tasks: list[TaskData], seq_len: int, obs_keys: list[str],
+                device: torch.device | str | None = None) -> SequenceDataset:
+        """The windows of `tasks` with this config's grasp weighting, on `device` (the policy's) as
+        `data_on_device` says."""
+        data = SequenceDataset(tasks, seq_len, obs_keys, self.grasp_weight, self.grasp_steps)
+        if device is None or self.data_on_device is False:
+            return data
+        device = torch.device(device)
+        if self.data_on_device is None:
+            if device.type != "cuda":
+                return data
+            free, _ = torch.cuda.mem_get_info(device)
+            if data.nbytes() > free // 2:
+                return data
+        return data.to_device(device)
 
 
 class Learner:

@@ -54,7 +54,8 @@ class ER(Learner):
     def _remember(self, data: TaskData, chosen: list[int]) -> None:
         self.memory.append(TaskData(data.task_id, [data.demos[i] for i in chosen], data.task_emb))
         seq_len = self.policy.seq_len
-        self.replay = self.train_cfg.dataset(self.memory, seq_len, self.policy.image_keys + self.policy.lowdim_keys)
+        keys = self.policy.image_keys + self.policy.lowdim_keys
+        self.replay = self.train_cfg.dataset(self.memory, seq_len, keys, self.policy.device)
 
     def memory_bytes(self) -> int:
         """Size of the replay memory, bytes."""
@@ -76,5 +77,6 @@ def _concat(a, b):
     if isinstance(a, dict):
         return {k: _concat(a[k], b[k]) for k in a}
     if isinstance(a, torch.Tensor):
-        return torch.cat([a, b], dim=0)
+        # The replay memory may sit on the host while the stage's windows are on the GPU, or the other way.
+        return torch.cat([a, b.to(a.device)], dim=0)
     return np.concatenate([a, b], axis=0)

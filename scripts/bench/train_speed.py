@@ -6,8 +6,12 @@ size, two cameras, the policy's own low-dim keys and window length. A step is wh
 loss, backward, gradient clip and an AdamW step (fused where the device allows, as the learners' is). The
 device is the GPU when there is one, else the CPU with torch's default thread count.
 
+With ``--data DIR`` (demo files at the config's image size) each policy is also timed on batches gathered
+from those demos, as training gathers them: from host memory and moved to the device each step ("host
+data"), and from a copy held on the device (``train.data_on_device``; "device data").
+
 Usage: python scripts/bench/train_speed.py [--config configs/cpu.yaml] [--steps 30] [--batch N]
-       [--policies resnet_t vit_t]
+       [--policies resnet_t vit_t] [--data DIR]
 """
 
 from __future__ import annotations
@@ -49,15 +53,18 @@ def random_batch(policy, batch: int, size: int, task_emb_dim: int, device) -> di
     }
 
 
-def windows_per_second(policy, batch: dict, steps: int, warmup: int = 3) -> float:
-    """Windows per second of `steps` optimisation steps on one batch, after `warmup` untimed ones."""
+def windows_per_second(policy, batch, steps: int, warmup: int = 3) -> float:
+    """Windows per second of `steps` optimisation steps after `warmup` untimed ones, on one batch or on
+    the batches a callable returns (one call per step)."""
     from libero_ll.learners.base import adamw
 
     opt = adamw(policy.parameters(), lr=1e-4, weight_decay=1e-4)
     policy.train()
+    next_batch = batch if callable(batch) else (lambda: batch)
+    first = next_batch()
 
     def step() -> None:
-        loss = policy.compute_loss(batch)
+        loss = policy.compute_loss(next_batch())
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), 100.0)
@@ -65,13 +72,36 @@ def windows_per_second(policy, batch: dict, steps: int, warmup: int = 3) -> floa
 
     for _ in range(warmup):
         step()
-    sync = torch.cuda.synchronize if batch["actions"].is_cuda else (lambda: None)
+    sync = torch.cuda.synchronize if next(policy.parameters()).is_cuda else (lambda: None)
     sync()
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
     sync()
-    return steps * batch["actions"].shape[0] / (time.perf_counter() - t0)
+    return steps * first["actions"].shape[0] / (time.perf_counter() - t0)
+
+
+def demo_batches(policy, data_dir: Path, batch_size: int, device, on_device: bool):
+    """A callable giving random batches of the demos in `data_dir` (50 per file at most), gathered on the
+    host and moved to `device`, or gathered on `device` from a copy held there."""
+    import numpy as np
+
+    from libero_ll.data.dataset import SequenceDataset, load_task_data
+
+    keys = policy.image_keys + policy.lowdim_keys
+    files = sorted(Path(data_dir).glob("*.hdf5"))
+    if not files:
+        raise SystemExit(f"--data {data_dir}: no .hdf5 demo files there")
+    tasks = [load_task_data(f, k, np.zeros(policy.shape_meta["task_emb_dim"], np.float32), keys, 50) for k, f in enumerate(files)]
+    data = SequenceDataset(tasks, policy.seq_len, keys, device=device if on_device else None)
+    rng = np.random.default_rng(0)
+
+    def draw() -> dict:
+        batch = data.get_batch(rng.integers(len(data), size=batch_size))
+        return {k: ({kk: vv.to(device, non_blocking=True) for kk, vv in v.items()} if isinstance(v, dict)
+                    else v.to(device, non_blocking=True)) for k, v in batch.items()}
+
+    return draw
 
 
 def main() -> None:
@@ -81,6 +111,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=None, help="windows per step (default: the config's)")
     p.add_argument("--policies", nargs="*", default=None, help="default: every registered policy")
     p.add_argument("--task-emb-dim", type=int, default=384)
+    p.add_argument("--data", type=Path, default=None, help="also time batches gathered from these demo files")
     a = p.parse_args()
 
     from libero_ll.experiments.config import load_config
@@ -93,7 +124,8 @@ def main() -> None:
     names = a.policies or sorted(POLICIES.names())
     where = torch.cuda.get_device_name() if device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
     print(f"{a.config.name}: batch {batch_size}, {size} px, {where}")
-    print(f"{'policy':<12} {'params':>9} {'seq_len':>7} {'windows/s':>10} {'steps/s':>8}")
+    extra = f" {'host data':>10} {'device data':>11}" if a.data else ""
+    print(f"{'policy':<12} {'params':>9} {'seq_len':>7} {'windows/s':>10} {'steps/s':>8}{extra}")
     for name in names:
         torch.manual_seed(0)
         shape = {
@@ -106,7 +138,12 @@ def main() -> None:
         batch = random_batch(policy, batch_size, size, a.task_emb_dim, device)
         wps = windows_per_second(policy, batch, a.steps)
         params = sum(q.numel() for q in policy.parameters())
-        print(f"{name:<12} {params:>9,} {policy.seq_len:>7} {wps:>10.1f} {wps / batch_size:>8.2f}", flush=True)
+        line = f"{name:<12} {params:>9,} {policy.seq_len:>7} {wps:>10.1f} {wps / batch_size:>8.2f}"
+        if a.data:
+            host = windows_per_second(policy, demo_batches(policy, a.data, batch_size, device, False), a.steps)
+            on_dev = windows_per_second(policy, demo_batches(policy, a.data, batch_size, device, True), a.steps)
+            line += f" {host:>10.1f} {on_dev:>11.1f}"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -157,3 +157,24 @@ def test_bad_grasp_settings_are_named():
         with pytest.raises(LiberoError, match="train.grasp_steps must be a non-negative integer"):
             TrainConfig(grasp_steps=bad)
     TrainConfig(grasp_weight=3, grasp_steps=0)
+
+
+def test_batches_gathered_on_a_device_equal_the_hosts():
+    """`device`: the data held as tensors and gathered there (a GPU's batches never cross the bus); on the
+    CPU device the same code path, so its batches must equal the host's, padded steps and weights included."""
+    tasks = two_tasks()  # the last action dimension turns positive at the first demo's step 1: a closing
+    keys = KEYS
+    host = SequenceDataset(tasks, seq_len=4, obs_keys=keys, grasp_weight=3.0, grasp_steps=1)
+    dev = SequenceDataset(tasks, seq_len=4, obs_keys=keys, grasp_weight=3.0, grasp_steps=1, device="cpu")
+    assert host.device is None and dev.device == torch.device("cpu") and len(dev) == len(host)
+    idx = np.array([9, 0, 4, 7, 7, 2])
+    a, b = host.get_batch(idx), dev.get_batch(idx)
+    assert set(a) == set(b) == {"obs", "actions", "mask", "task_emb", "task_id", "weight"}
+    for key in keys:
+        assert b["obs"][key].dtype == a["obs"][key].dtype and torch.equal(a["obs"][key], b["obs"][key])
+    for key in ("actions", "mask", "task_emb", "task_id", "weight"):
+        assert b[key].dtype == a[key].dtype and torch.equal(a[key], b[key]), key
+    assert not bool(b["mask"].all()) and float(b["weight"].max()) == 3.0
+    assert dev.nbytes() == host.nbytes()
+    with pytest.raises(ValueError, match="already on cpu"):
+        dev.to_device("cpu")

@@ -293,3 +293,31 @@ def test_the_fused_optimiser_takes_the_steps_of_the_plain_one():
     for p, q in zip(params, copies):
         torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
     assert all((p - s).abs().max() > 1e-3 for p, s in zip(params, start))
+
+
+def test_er_trains_the_same_with_its_data_on_the_device():
+    """`train.data_on_device`: the windows and the replay memory gathered on the policy's device (here the
+    CPU, through the same tensor path a GPU takes) give the same losses and weights as host arrays."""
+    out = []
+    for on_device in (False, True):
+        torch.manual_seed(0)
+        policy = make_policy("resnet_t", TINY, META)
+        train = TrainConfig(epochs=1, batch_size=4, lr=1e-3, data_on_device=on_device)
+        learner = make_learner("er", policy, train, {"replay_batch_size": 3, "memory_demos": 2})
+        keys = ["agentview_rgb", "gripper_states"]
+        losses = []
+        for k in range(2):
+            data = _task(k)
+            ds = train.dataset([data], 4, keys, policy.device)
+            assert ds.device == (torch.device("cpu") if on_device else None)
+            learner.start_task(k, data)
+            losses.append(learner.train_epoch(ds))
+            learner.end_task(k, data)
+        assert learner.replay.device == ds.device
+        out.append((losses, {n: p.detach().clone() for n, p in policy.named_parameters()}))
+    assert out[0][0] == out[1][0]
+    assert all(torch.equal(out[0][1][n], out[1][1][n]) for n in out[0][1])
+    # Null (auto) keeps a CPU policy's data on the host; a bad value is named.
+    assert TrainConfig().dataset([_task(0)], 4, ["agentview_rgb"], "cpu").device is None
+    with pytest.raises(LiberoError, match="train.data_on_device"):
+        TrainConfig(data_on_device="yes")
