@@ -7,29 +7,48 @@ import sys
 
 
 def cmd_evaluate(args) -> int:
+    from pathlib import Path
+
+    from libero_ll.errors import LiberoError
     from libero_ll.experiments.evaluate import evaluate_run, save_evaluation
 
+    several = len(args.run_dirs) > 1
+    if several and args.out:
+        raise LiberoError("--out names one file: give one run directory, or leave --out out (each run's results "
+                          "then go to its own evaluations/ folder)")
+    for run_dir in args.run_dirs:
+        if not (Path(run_dir) / "config.yaml").exists():
+            raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
-    evaluation = evaluate_run(
-        args.run_dir, checkpoint=args.checkpoint, tasks=_split(args.tasks), rollouts=args.rollouts,
-        new_states=args.new_states, init_seed=args.init_seed, max_steps=args.max_steps, workers=args.workers,
-        video_dir=args.video, log=log,
-    )
-    path = save_evaluation(evaluation, args.out)
+    results = []
+    for run_dir in args.run_dirs:
+        # Several runs' videos go to one folder per run inside --video.
+        video = None if args.video is None else (Path(args.video) / Path(run_dir).name if several else args.video)
+        evaluation = evaluate_run(
+            run_dir, checkpoint=args.checkpoint, tasks=_split(args.tasks), rollouts=args.rollouts,
+            new_states=args.new_states, init_seed=args.init_seed, max_steps=args.max_steps, workers=args.workers,
+            video_dir=video, log=log,
+        )
+        path = save_evaluation(evaluation, args.out)
+        results.append(evaluation.to_dict())
+        if not args.json:
+            _print_table(evaluation)
+        log(f"written to {path} ({evaluation.seconds:.0f}s)")
     if args.json:
-        print(json.dumps(evaluation.to_dict(), indent=2))
-    else:
-        print(f"{'task':<6} {'success':>8} {'95% interval':>13} {'rollouts':>9}  name")
-        for r in evaluation.tasks:
-            print(f"{r.number:<6} {r.rate:>8.2f} {r.low:>6.2f}-{r.high:<6.2f} {r.rollouts:>9}  {r.task}")
-        if len(evaluation.tasks) > 1:
-            wins = sum(r.successes for r in evaluation.tasks)
-            total = sum(r.rollouts for r in evaluation.tasks)
-            print(f"{'all':<6} {wins / total:>8.2f} {'':>13} {total:>9}")
-        if evaluation.videos:
-            print(f"videos in {evaluation.videos}")
-    log(f"written to {path} ({evaluation.seconds:.0f}s)")
+        print(json.dumps(results if several else results[0], indent=2))
     return 0
+
+
+def _print_table(evaluation) -> None:
+    print(f"{'task':<6} {'success':>8} {'95% interval':>13} {'rollouts':>9}  name")
+    for r in evaluation.tasks:
+        print(f"{r.number:<6} {r.rate:>8.2f} {r.low:>6.2f}-{r.high:<6.2f} {r.rollouts:>9}  {r.task}")
+    if len(evaluation.tasks) > 1:
+        wins = sum(r.successes for r in evaluation.tasks)
+        total = sum(r.rollouts for r in evaluation.tasks)
+        print(f"{'all':<6} {wins / total:>8.2f} {'':>13} {total:>9}")
+    if evaluation.videos:
+        print(f"videos in {evaluation.videos}")
 
 
 def _split(items: list[str] | None) -> list[str] | None:
@@ -44,7 +63,7 @@ def register(sub) -> None:
         "evaluate",
         help="roll out a run's saved policy (final or a stage's) again: more rollouts, new initial states, videos",
     )
-    s.add_argument("run_dir", help="a run directory")
+    s.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (e.g. a sweep's, DIR/*)")
     s.add_argument(
         "--checkpoint", default="final",
         help="'final' (the policy after the last stage; default) or a task number from 1 (the policy kept "
@@ -63,7 +82,10 @@ def register(sub) -> None:
     s.add_argument("--init-seed", type=int, help="seed of the new states (default: the run's eval.init_seed + 1000)")
     s.add_argument("--max-steps", type=int, help="episode cap in policy steps (default: the run's eval.max_steps)")
     s.add_argument("--workers", type=int, help="evaluation processes, 0 for one per core (default: the run's)")
-    s.add_argument("--video", metavar="DIR", help="write each rollout's cameras as DIR/<task>/rolloutNNN_<outcome>.mp4")
+    s.add_argument(
+        "--video", metavar="DIR",
+        help="write each rollout's cameras as DIR/<task>/rolloutNNN_<outcome>.mp4 (DIR/<run>/<task>/... for several runs)",
+    )
     s.add_argument(
         "--out", metavar="FILE",
         help="write the results here (default: RUN_DIR/evaluations/<checkpoint>_<time>.json)",

@@ -133,6 +133,15 @@ def test_cli_writes_results_and_videos(run_dir, tmp_path, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["tasks"][0]["rollouts"] == 1
     assert len(list((run_dir / "evaluations").glob("task00_best_*.json"))) == 1
+    # Several runs (a sweep's): one result each, saved in each run, videos in a folder per run.
+    other = tmp_path / "other_run"
+    shutil.copytree(run_dir, other, ignore=shutil.ignore_patterns("evaluations"))
+    assert main(["evaluate", str(run_dir), str(other), "--checkpoint", "1", "--rollouts", "1", "--workers", "1",
+                 "--video", str(tmp_path / "both"), "--json"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    assert [Path(r["run_dir"]).name for r in both] == [run_dir.name, "other_run"]
+    assert len(list((other / "evaluations").glob("task00_best_*.json"))) == 1
+    assert {p.parent.parent.name for p in (tmp_path / "both").rglob("*.mp4")} == {run_dir.name, "other_run"}
 
 
 def test_bad_input_is_named(run_dir, tmp_path, capsys):
@@ -142,6 +151,8 @@ def test_bad_input_is_named(run_dir, tmp_path, capsys):
     (unfinished / "checkpoints" / "task01_best.pt").unlink()
     cases = [
         ([str(tmp_path)], "not a run directory"),
+        ([str(run_dir), str(tmp_path)], "not a run directory"),
+        ([str(run_dir), str(run_dir), "--out", str(tmp_path / "x.json")], "--out names one file"),
         ([str(unfinished)], "has not finished; stages kept so far: task00_best.pt"),
         ([str(unfinished), "--checkpoint", "2"], "no kept policy of task 2"),
         ([str(run_dir), "--checkpoint", "3"], "the run has tasks 1 to 2"),
