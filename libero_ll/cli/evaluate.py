@@ -20,10 +20,13 @@ def cmd_evaluate(args) -> int:
         if not (Path(run_dir) / "config.yaml").exists():
             raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    # Several runs' videos go to one folder per run inside --video, named after the run (numbered when two
+    # runs of different folders share a name).
+    names = [Path(r).resolve().name for r in args.run_dirs]
+    folders = [n if names.count(n) == 1 else f"{k + 1}_{n}" for k, n in enumerate(names)]
     results = []
-    for run_dir in args.run_dirs:
-        # Several runs' videos go to one folder per run inside --video.
-        video = None if args.video is None else (Path(args.video) / Path(run_dir).name if several else args.video)
+    for run_dir, folder in zip(args.run_dirs, folders):
+        video = None if args.video is None else (Path(args.video) / folder if several else args.video)
         evaluation = evaluate_run(
             run_dir, checkpoint=args.checkpoint, tasks=_split(args.tasks), rollouts=args.rollouts,
             new_states=args.new_states, init_seed=args.init_seed, max_steps=args.max_steps, workers=args.workers,

@@ -142,6 +142,13 @@ def test_cli_writes_results_and_videos(run_dir, tmp_path, capsys):
     assert [Path(r["run_dir"]).name for r in both] == [run_dir.name, "other_run"]
     assert len(list((other / "evaluations").glob("task00_best_*.json"))) == 1
     assert {p.parent.parent.name for p in (tmp_path / "both").rglob("*.mp4")} == {run_dir.name, "other_run"}
+    # Two runs of one name in different folders get numbered video folders.
+    twin = tmp_path / "elsewhere" / run_dir.name
+    shutil.copytree(run_dir, twin)
+    assert main(["evaluate", str(run_dir), str(twin), "--checkpoint", "1", "--rollouts", "1", "--workers", "1",
+                 "--video", str(tmp_path / "twins")]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in (tmp_path / "twins").iterdir()) == [f"1_{run_dir.name}", f"2_{run_dir.name}"]
 
 
 def test_bad_input_is_named(run_dir, tmp_path, capsys):
