@@ -23,7 +23,14 @@ import torch
 
 from libero_ll.errors import LiberoError
 from libero_ll.experiments.checkpoint import FINAL_POLICY, derive_seed, isolated_rng, load_checkpoint
-from libero_ll.experiments.lifelong import STATE_FILE, env_config, resolve_workers, suite_tasks, write_json
+from libero_ll.experiments.lifelong import (
+    STATE_FILE,
+    _device,
+    env_config,
+    resolve_workers,
+    suite_tasks,
+    write_json,
+)
 
 # The seed parts of an evaluation's random streams (sampled actions), after the run's seed.
 EVALUATE_STREAM = 777_777
@@ -215,6 +222,7 @@ def evaluate_run(
     }
     policy = make_policy(str(cfg.policy.name), policy_config(cfg), shape_meta)
     load_policy_weights(policy, weights)
+    policy.to(_device("auto"))  # the GPU when there is one, whatever the run trained on
     train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
     learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
     if learner.per_task_networks and stage is not None and any(j not in stage for j in chosen):
