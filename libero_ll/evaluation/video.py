@@ -37,7 +37,8 @@ class RolloutVideos:
         self.task_names = list(task_names)
         self.camera_keys = list(camera_keys)
         self.fps = int(fps)
-        self._open: dict[tuple[int, int], tuple] = {}  # (task, index) -> (container, stream, tmp path)
+        # (task, index) -> (container, stream, temporary path, [frames written])
+        self._open: dict[tuple[int, int], tuple] = {}
         self.written: list[Path] = []
 
     def _frame_of(self, obs: dict) -> np.ndarray:

@@ -112,11 +112,14 @@ def _weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tuple[Pat
         raise LiberoError(f"checkpoint {checkpoint!r}: give 'final' or a task number from 1 to {len(names)}") from None
     if not 1 <= number <= len(names):
         raise LiberoError(f"checkpoint {number}: the run has tasks 1 to {len(names)}")
-    for path in (run_dir / "checkpoints" / f"task{number - 1:02d}_best.pt", run_dir / "checkpoints" / "all_tasks_best.pt"):
-        if path.exists():
-            stage = load_checkpoint(path).get("tasks")
-            if stage is not None and number - 1 in [int(j) for j in stage]:
-                return path, [int(j) for j in stage]
+    own = run_dir / "checkpoints" / f"task{number - 1:02d}_best.pt"
+    if own.exists():  # a stage of one task (the file is read once, when its weights are loaded)
+        return own, [number - 1]
+    shared = run_dir / "checkpoints" / "all_tasks_best.pt"  # a stage of several tasks (MTL) names them
+    if shared.exists():
+        stage = [int(j) for j in load_checkpoint(shared).get("tasks") or []]
+        if number - 1 in stage:
+            return shared, stage
     kept = sorted(p.name for p in (run_dir / "checkpoints").glob("*.pt"))
     raise LiberoError(
         f"{run_dir}: no kept policy of task {number} ({names[number - 1]}) yet; "
