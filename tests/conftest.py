@@ -12,9 +12,13 @@ os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Tests never write into the user's cache folder: instruction embeddings go to a folder of this run.
 if "LIBERO_LL_CACHE" not in os.environ:
+    import atexit
+    import shutil
     import tempfile
 
     os.environ["LIBERO_LL_CACHE"] = tempfile.mkdtemp(prefix="libero_ll_test_cache_")
+    # Removed when the test run ends (worker processes the tests spawn inherit the variable, not the hook).
+    atexit.register(shutil.rmtree, os.environ["LIBERO_LL_CACHE"], ignore_errors=True)
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "bddl_tasks" / "quickstart"
