@@ -34,6 +34,11 @@ def adamw(params, lr: float, weight_decay: float) -> torch.optim.AdamW:
     return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=fused)
 
 
+# Values of train.precision and the torch.compile modes train.compile may name.
+PRECISIONS = ("fp32", "bf16")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
 @dataclass
 class TrainConfig:
     """Optimisation settings, per task (shared/spec/protocol.md).
@@ -59,6 +64,14 @@ class TrainConfig:
         data_on_device: hold the training windows (and ER's replay memory) on the policy's device and gather
             batches there: true, false, or null (auto: on a CUDA GPU when the data takes at most half of its
             free memory; on a CPU the host arrays are used). The batches are the same either way.
+        precision: "fp32" (the default) or "bf16": the training loss's forward pass (and so its backward)
+            under bfloat16 autocast on the policy's device. Weights, optimiser state and evaluation stay in
+            float32. On the 2-core CPU bf16 slowed a cpu-size step (docs/policies.md).
+        compile: false (the default), true (torch.compile's default mode) or a torch.compile mode
+            ("reduce-overhead" uses CUDA graphs on a GPU; "max-autotune", "max-autotune-no-cudagraphs"):
+            the training loss is computed by a compiled copy of ``policy.compute_loss``. Compiling takes
+            seconds to minutes at the first step and again for each new batch shape; evaluation and
+            EWC's Fisher estimate run eagerly.
     """
 
     epochs: int = 50
@@ -72,8 +85,17 @@ class TrainConfig:
     grasp_weight: float = 1.0
     grasp_steps: int = 15
     data_on_device: bool | None = None
+    precision: str = "fp32"
+    compile: bool | str = False
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise LiberoError(f"train.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if not isinstance(self.compile, bool) and self.compile not in COMPILE_MODES:
+            raise LiberoError(
+                f"train.compile must be true, false or a torch.compile mode ({', '.join(COMPILE_MODES)}), "
+                f"got {self.compile!r}"
+            )
         if self.data_on_device is not None and not isinstance(self.data_on_device, bool):
             raise LiberoError(f"train.data_on_device must be true, false or null (auto), got {self.data_on_device!r}")
         if not 0.0 <= float(self.ema_decay) < 1.0:
@@ -130,6 +152,7 @@ class Learner:
         # Moving average of the policy's parameters over the stage's steps (train.ema_decay), by name.
         self._ema: dict[str, torch.Tensor] | None = None
         self._ema_steps = 0
+        self._compiled_loss = None  # torch.compile of policy.compute_loss (train.compile), made at first use
 
     @classmethod
     def check_options(cls, options: dict) -> None:
@@ -162,9 +185,23 @@ class Learner:
     def observe(self, batch: dict) -> float:
         """One optimisation step on `batch`; returns the loss."""
         self._count(batch)
-        loss = self.policy.compute_loss(batch)
+        loss = self.loss(batch)
         self._step(loss)
         return float(loss.detach())
+
+    def loss(self, batch: dict) -> torch.Tensor:
+        """The policy's behaviour-cloning loss on `batch` (a float32 scalar), computed as train.precision and
+        train.compile say; every learner trains on this."""
+        fn = self.policy.compute_loss
+        mode = self.train_cfg.compile
+        if mode:
+            if self._compiled_loss is None:
+                self._compiled_loss = torch.compile(fn, mode=None if mode is True else mode)
+            fn = self._compiled_loss
+        if self.train_cfg.precision == "bf16":
+            with torch.autocast(device_type=self.policy.device.type, dtype=torch.bfloat16):
+                return fn(batch).float()
+        return fn(batch)
 
     def end_task(self, k: int, data) -> None:
         """Called after stage k's training, with the kept (best) weights loaded."""

@@ -62,7 +62,7 @@ class EWC(Learner):
         """One step on the behaviour-cloning loss plus the penalty; returns the behaviour-cloning loss alone,
         so that losses compare across learners."""
         self._count(batch)
-        bc = self.policy.compute_loss(batch)
+        bc = self.loss(batch)
         self._step(bc + self.penalty() if self.fisher else bc)
         return float(bc.detach())
 

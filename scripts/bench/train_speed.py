@@ -10,8 +10,11 @@ With ``--data DIR`` (demo files at the config's image size) each policy is also 
 from those demos, as training gathers them: from host memory and moved to the device each step ("host
 data"), and from a copy held on the device (``train.data_on_device``; "device data").
 
+With ``--precision bf16`` and ``--compile [MODE]`` the steps run as ``train.precision`` and ``train.compile``
+say (compiling happens in the untimed warm-up steps).
+
 Usage: python scripts/bench/train_speed.py [--config configs/cpu.yaml] [--steps 30] [--batch N]
-       [--policies resnet_t vit_t] [--data DIR]
+       [--policies resnet_t vit_t] [--data DIR] [--precision fp32|bf16] [--compile [MODE]]
 """
 
 from __future__ import annotations
@@ -53,18 +56,22 @@ def random_batch(policy, batch: int, size: int, task_emb_dim: int, device) -> di
     }
 
 
-def windows_per_second(policy, batch, steps: int, warmup: int = 3) -> float:
+def windows_per_second(policy, batch, steps: int, warmup: int = 3, precision: str = "fp32",
+                       compile_mode: bool | str = False) -> float:
     """Windows per second of `steps` optimisation steps after `warmup` untimed ones, on one batch or on
-    the batches a callable returns (one call per step)."""
+    the batches a callable returns (one call per step). The loss is the learners' own (`Learner.loss`), with
+    train.precision and train.compile as given; compiling happens in the untimed steps."""
+    from libero_ll.learners import TrainConfig, make_learner
     from libero_ll.learners.base import adamw
 
     opt = adamw(policy.parameters(), lr=1e-4, weight_decay=1e-4)
+    learner = make_learner("seql", policy, TrainConfig(precision=precision, compile=compile_mode), {})
     policy.train()
     next_batch = batch if callable(batch) else (lambda: batch)
     first = next_batch()
 
     def step() -> None:
-        loss = policy.compute_loss(next_batch())
+        loss = learner.loss(next_batch())
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), 100.0)
@@ -112,7 +119,11 @@ def main() -> None:
     p.add_argument("--policies", nargs="*", default=None, help="default: every registered policy")
     p.add_argument("--task-emb-dim", type=int, default=384)
     p.add_argument("--data", type=Path, default=None, help="also time batches gathered from these demo files")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="train.precision")
+    p.add_argument("--compile", nargs="?", const=True, default=False, metavar="MODE",
+                   help="train.compile: torch.compile the loss (default mode, or MODE, e.g. reduce-overhead)")
     a = p.parse_args()
+    timing = {"precision": a.precision, "compile_mode": a.compile}
 
     from libero_ll.experiments.config import load_config
     from libero_ll.policies import POLICIES, make_policy
@@ -123,7 +134,8 @@ def main() -> None:
     size = int(cfg.env.image_size)
     names = a.policies or sorted(POLICIES.names())
     where = torch.cuda.get_device_name() if device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
-    print(f"{a.config.name}: batch {batch_size}, {size} px, {where}")
+    compiled = "" if not a.compile else f", compiled ({'default' if a.compile is True else a.compile})"
+    print(f"{a.config.name}: batch {batch_size}, {size} px, {where}, {a.precision}{compiled}")
     extra = f" {'host data':>10} {'device data':>11}" if a.data else ""
     print(f"{'policy':<12} {'params':>9} {'seq_len':>7} {'windows/s':>10} {'steps/s':>8}{extra}")
     for name in names:
@@ -136,12 +148,12 @@ def main() -> None:
         }
         policy = make_policy(name, policy_keys(cfg, name), shape).to(device)
         batch = random_batch(policy, batch_size, size, a.task_emb_dim, device)
-        wps = windows_per_second(policy, batch, a.steps)
+        wps = windows_per_second(policy, batch, a.steps, **timing)
         params = sum(q.numel() for q in policy.parameters())
         line = f"{name:<12} {params:>9,} {policy.seq_len:>7} {wps:>10.1f} {wps / batch_size:>8.2f}"
         if a.data:
-            host = windows_per_second(policy, demo_batches(policy, a.data, batch_size, device, False), a.steps)
-            on_dev = windows_per_second(policy, demo_batches(policy, a.data, batch_size, device, True), a.steps)
+            host = windows_per_second(policy, demo_batches(policy, a.data, batch_size, device, False), a.steps, **timing)
+            on_dev = windows_per_second(policy, demo_batches(policy, a.data, batch_size, device, True), a.steps, **timing)
             line += f" {host:>10.1f} {on_dev:>11.1f}"
         print(line, flush=True)
 

@@ -321,3 +321,49 @@ def test_er_trains_the_same_with_its_data_on_the_device():
     assert TrainConfig().dataset([_task(0)], 4, ["agentview_rgb"], "cpu").device is None
     with pytest.raises(LiberoError, match="train.data_on_device"):
         TrainConfig(data_on_device="yes")
+
+
+def _one_step(train: TrainConfig, learner_name: str = "seql", options: dict | None = None):
+    """A fresh tiny policy after one observed batch: (loss, policy, the loss the same batch has in float32
+    before the step, eagerly)."""
+    torch.manual_seed(0)
+    policy = make_policy("resnet_t", {**TINY, "dropout": 0.0, "augment_shift": False, "augment_jitter": False}, META)
+    learner = make_learner(learner_name, policy, train, options or {})
+    data = _task(0)
+    learner.start_task(0, data)
+    batch = SequenceDataset([data], 4, ["agentview_rgb", "gripper_states"]).get_batch(np.arange(6))
+    with torch.no_grad():
+        reference = float(policy.compute_loss(batch))
+    return learner.observe(batch), policy, reference
+
+
+def test_bf16_training_loss_is_close_to_float32_and_weights_stay_float32():
+    loss, policy, reference = _one_step(TrainConfig(epochs=1, batch_size=6, precision="bf16"))
+    # bfloat16 keeps 8 bits of mantissa: the NLL (about -2 to 10 nats here) within a few hundredths.
+    assert loss != reference  # the forward really ran in bfloat16
+    assert abs(loss - reference) < 0.05 * max(1.0, abs(reference))
+    assert all(p.dtype == torch.float32 for p in policy.parameters())
+    # EWC trains on the same loss.
+    ewc_loss, _, ewc_reference = _one_step(TrainConfig(epochs=1, batch_size=6, precision="bf16"), "ewc", {"lambda": 1.0})
+    assert ewc_loss != ewc_reference and abs(ewc_loss - ewc_reference) < 0.05 * max(1.0, abs(ewc_reference))
+
+
+def test_float32_loss_is_the_eager_loss():
+    loss, _, reference = _one_step(TrainConfig(epochs=1, batch_size=6))
+    assert loss == pytest.approx(reference, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_compiled_loss_matches_the_eager_one():
+    eager = _one_step(TrainConfig(epochs=1, batch_size=6))
+    compiled = _one_step(TrainConfig(epochs=1, batch_size=6, compile=True))
+    assert compiled[0] == pytest.approx(eager[2], rel=1e-4, abs=1e-4)
+    # The step itself: the same update up to the compiled kernels' rounding.
+    for a, b in zip(eager[1].parameters(), compiled[1].parameters()):
+        assert torch.allclose(a, b, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("key, value", [("precision", "fp16"), ("compile", "fastest"), ("compile", 1)])
+def test_precision_and_compile_values_are_checked(key, value):
+    with pytest.raises(LiberoError, match=f"train.{key}"):
+        TrainConfig(**{key: value})
