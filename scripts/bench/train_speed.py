@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from libero_ll.data.hdf5 import LOWDIM_SIZES
+from libero_ll.learners.base import COMPILE_MODES, PRECISIONS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -119,8 +120,8 @@ def main() -> None:
     p.add_argument("--policies", nargs="*", default=None, help="default: every registered policy")
     p.add_argument("--task-emb-dim", type=int, default=384)
     p.add_argument("--data", type=Path, default=None, help="also time batches gathered from these demo files")
-    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="train.precision")
-    p.add_argument("--compile", nargs="?", const=True, default=False, metavar="MODE",
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="train.precision")
+    p.add_argument("--compile", nargs="?", const=True, default=False, choices=COMPILE_MODES, metavar="MODE",
                    help="train.compile: torch.compile the loss (default mode, or MODE, e.g. reduce-overhead)")
     a = p.parse_args()
     timing = {"precision": a.precision, "compile_mode": a.compile}
