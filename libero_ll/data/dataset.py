@@ -111,6 +111,9 @@ class SequenceDataset:
         device: None to hold the data in host memory (numpy) and gather batches there; or a torch device to
             hold it there (images still uint8) and gather batches on it, so that a GPU's batches never
             cross the bus. The batches are the same either way (`"task_id"` stays on the host).
+        next_actions: with N > 0, batches also carry the N actions that follow each window
+            (``"next_actions"`` (B, N, A), ``"next_mask"`` (B, N), False past the demo's end): the targets
+            of a policy whose steps predict chunks of actions reaching past the window.
     """
 
     def __init__(
@@ -121,10 +124,14 @@ class SequenceDataset:
         grasp_weight: float = 1.0,
         grasp_steps: int = 15,
         device: torch.device | str | None = None,
+        next_actions: int = 0,
     ) -> None:
         if seq_len < 1:
             raise ValueError(f"seq_len must be at least 1, got {seq_len}")
+        if next_actions < 0:
+            raise ValueError(f"next_actions must be at least 0, got {next_actions}")
         self.seq_len = int(seq_len)
+        self.next_actions = int(next_actions)
         self.obs_keys = tuple(obs_keys)
         if "actions" in self.obs_keys:
             raise ValueError("'actions' is not an observation key")
@@ -185,6 +192,7 @@ class SequenceDataset:
         self._task_pos = self._index[:, 0]
         self._task_emb = np.stack([np.asarray(t.task_emb, dtype=np.float32) for t in tasks])
         self._offsets = np.arange(self.seq_len, dtype=np.int64)
+        self._next_offsets = np.arange(self.seq_len, self.seq_len + self.next_actions, dtype=np.int64)
         self._weight = (
             grasp_weights(self._arrays["actions"], lengths, float(grasp_weight), int(grasp_steps))
             if float(grasp_weight) != 1.0
@@ -205,6 +213,7 @@ class SequenceDataset:
             "start": torch.from_numpy(self._start).to(self.device),
             "last": torch.from_numpy(self._last).to(self.device),
             "offsets": torch.from_numpy(self._offsets).to(self.device),
+            "next_offsets": torch.from_numpy(self._next_offsets).to(self.device),
             "task_emb": torch.from_numpy(self._task_emb).to(self.device),
             "task_pos": torch.from_numpy(self._task_pos).to(self.device),
         }
@@ -225,7 +234,8 @@ class SequenceDataset:
         Returns:
             ``{"obs": {key: (B, seq_len, ...)}, "actions": (B, seq_len, A) float32,
             "mask": (B, seq_len) bool, "task_emb": (B, D) float32, "task_id": (B,) int64}``, and
-            ``"weight"`` (B, seq_len) float32 when the dataset has a grasp_weight. Images stay uint8
+            ``"weight"`` (B, seq_len) float32 when the dataset has a grasp_weight, ``"next_actions"``
+            (B, N, A) and ``"next_mask"`` (B, N) when it has next_actions N > 0. Images stay uint8
             (B, seq_len, H, W, 3); low-dimensional observations are float32. Steps past a demo's end
             repeat its last step and have mask False.
         """
@@ -251,6 +261,12 @@ class SequenceDataset:
         }
         if self._weight is not None:
             batch["weight"] = torch.from_numpy(self._weight[flat].reshape(B, L))
+        if self.next_actions:
+            after = self._start[idx, None] + self._next_offsets[None, :]
+            batch["next_actions"] = torch.from_numpy(
+                np.take(self._arrays["actions"], np.minimum(after, last).reshape(-1), axis=0).reshape(B, self.next_actions, -1)
+            )
+            batch["next_mask"] = torch.from_numpy(after <= last)
         return batch
 
     def _get_batch_on_device(self, idx: np.ndarray) -> dict:
@@ -276,6 +292,11 @@ class SequenceDataset:
         }
         if "weight" in d:
             batch["weight"] = d["weight"].index_select(0, flat).reshape(B, L)
+        if self.next_actions:
+            after = d["start"][at, None] + d["next_offsets"][None, :]
+            flat_after = torch.minimum(after, last).reshape(-1)
+            batch["next_actions"] = self._arrays["actions"].index_select(0, flat_after).reshape(B, self.next_actions, -1)
+            batch["next_mask"] = after <= last
         return batch
 
     def num_steps(self) -> int:

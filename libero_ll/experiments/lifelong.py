@@ -181,7 +181,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
         learner.rng = np.random.default_rng(int(cfg.seed))
         stages = learner.stages(len(tasks))
-        sample = SequenceDataset([task_data[0]], policy.seq_len, obs_keys)
+        sample = SequenceDataset([task_data[0]], policy.seq_len, obs_keys, next_actions=policy.action_chunk - 1)
         macs_per_window = forward_macs_per_window(policy, sample.get_batch(np.arange(min(2, len(sample)))))
         num_params = sum(p.numel() for p in policy.parameters())
 
@@ -263,7 +263,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             stage = stages[s]
             label = names[stage[0]] if len(stage) == 1 else f"all {len(stage)} tasks"
             data_s = task_data[stage[0]] if len(stage) == 1 else [task_data[j] for j in stage]
-            dataset = train_cfg.dataset([task_data[j] for j in stage], policy.seq_len, obs_keys, policy.device)
+            dataset = train_cfg.dataset([task_data[j] for j in stage], policy.seq_len, obs_keys, policy.device,
+                                        policy.action_chunk - 1)
             phase, first_epoch = (pos.phase, pos.epoch) if s == pos.stage else ("start", 0)
             t0, eval_before = time.time(), eval_seconds
 

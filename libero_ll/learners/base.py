@@ -107,10 +107,12 @@ class TrainConfig:
             raise LiberoError(f"train.grasp_steps must be a non-negative integer, got {self.grasp_steps!r}")
 
     def dataset(self, tasks: list[TaskData], seq_len: int, obs_keys: list[str],
-                device: torch.device | str | None = None) -> SequenceDataset:
+                device: torch.device | str | None = None, next_actions: int = 0) -> SequenceDataset:
         """The windows of `tasks` with this config's grasp weighting, on `device` (the policy's) as
-        `data_on_device` says."""
-        data = SequenceDataset(tasks, seq_len, obs_keys, self.grasp_weight, self.grasp_steps)
+        `data_on_device` says, with the `next_actions` actions after each window (a chunked policy's
+        action_chunk - 1)."""
+        data = SequenceDataset(tasks, seq_len, obs_keys, self.grasp_weight, self.grasp_steps,
+                               next_actions=next_actions)
         if device is None or self.data_on_device is False:
             return data
         device = torch.device(device)

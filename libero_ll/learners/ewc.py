@@ -80,7 +80,7 @@ class EWC(Learner):
         augmentation or dropout, so the estimate uses no randomness).
         """
         keys = self.policy.image_keys + self.policy.lowdim_keys
-        dataset = SequenceDataset([data], self.policy.seq_len, keys)
+        dataset = SequenceDataset([data], self.policy.seq_len, keys, next_actions=self.policy.action_chunk - 1)
         bs = int(self.opts["fisher_batch_size"] or self.train_cfg.batch_size)
         params = {n: p for n, p in self.policy.named_parameters() if p.requires_grad}
         fisher = {n: torch.zeros_like(p) for n, p in params.items()}

@@ -209,7 +209,9 @@ class BasePolicy(nn.Module):
         Args:
             batch: {"obs": {key: (B, T, ...)}, "actions": (B, T, A) in [-1, 1], "mask": (B, T) bool,
                 "task_emb": (B, D)}; images uint8 HWC. An optional "weight" (B, T) weights each step's
-                terms (SequenceDataset's grasp_weight): the loss is then their weighted mean.
+                terms (SequenceDataset's grasp_weight): the loss is then their weighted mean. Optional
+                "next_actions" (B, N, A) and "next_mask" (B, N), the actions after the window
+                (SequenceDataset's next_actions), are the targets of chunks reaching past it.
 
         Returns:
             A scalar tensor (nats per action).
@@ -226,13 +228,15 @@ class BasePolicy(nn.Module):
             if weight is not None:
                 return (nll * weight).sum() / (mask * weight).sum().clamp(min=1e-6)
             return nll.sum() / mask.sum().clamp(min=1)
-        # Step t predicts the actions of steps t .. t+C-1; those past the window or the demo's end are
+        # Step t predicts the actions of steps t .. t+C-1. Those past the window come from the batch's
+        # "next_actions" where it has them; any past the demo's end (or past the window, without them) are
         # left out of the likelihood, so the loss is in nats per predicted action.
         b, t, a = actions.shape
         c = self.action_chunk
-        targets = torch.cat([actions, actions.new_zeros(b, c - 1, a)], dim=1).unfold(1, c, 1)  # (B, T, A, C)
+        after, after_known = self._next_actions(batch, b, c - 1, a)
+        targets = torch.cat([actions, after], dim=1).unfold(1, c, 1)  # (B, T, A, C)
         targets = targets.transpose(2, 3).reshape(b, t, c * a)
-        known = torch.cat([mask, mask.new_zeros(b, c - 1)], dim=1).unfold(1, c, 1)  # (B, T, C)
+        known = torch.cat([mask, after_known], dim=1).unfold(1, c, 1)  # (B, T, C)
         known = known & mask[:, :, None]
         valid = known[..., None].expand(b, t, c, a).reshape(b, t, c * a)
         logits, means, stds = self.head.params(self.features(batch))
@@ -242,6 +246,17 @@ class BasePolicy(nn.Module):
             # A step's weight covers the actions it predicts.
             return (nll * weight).sum() / (known.sum(-1) * weight).sum().clamp(min=1e-6)
         return nll.sum() / known.sum().clamp(min=1)
+
+    def _next_actions(self, batch: Mapping[str, Any], b: int, n: int, a: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ``n`` actions after each window, (B, n, A), and whether each is known, (B, n): the batch's
+        "next_actions" (SequenceDataset's ``next_actions``) as far as it has them, unknown beyond."""
+        after = torch.zeros(b, n, a, device=self.device)
+        known = torch.zeros(b, n, dtype=torch.bool, device=self.device)
+        if batch.get("next_actions") is not None:
+            m = min(n, batch["next_actions"].shape[1])
+            after[:, :m] = torch.as_tensor(batch["next_actions"][:, :m]).to(self.device, torch.float32)
+            known[:, :m] = torch.as_tensor(batch["next_mask"][:, :m]).to(self.device)
+        return after, known
 
     def reset(self, num_envs: int, env_ids: Any = None) -> None:
         """Forget the rollout history.

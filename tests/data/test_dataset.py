@@ -164,17 +164,33 @@ def test_batches_gathered_on_a_device_equal_the_hosts():
     CPU device the same code path, so its batches must equal the host's, padded steps and weights included."""
     tasks = two_tasks()  # the last action dimension turns positive at the first demo's step 1: a closing
     keys = KEYS
-    host = SequenceDataset(tasks, seq_len=4, obs_keys=keys, grasp_weight=3.0, grasp_steps=1)
-    dev = SequenceDataset(tasks, seq_len=4, obs_keys=keys, grasp_weight=3.0, grasp_steps=1, device="cpu")
+    host = SequenceDataset(tasks, seq_len=4, obs_keys=keys, grasp_weight=3.0, grasp_steps=1, next_actions=2)
+    dev = SequenceDataset(tasks, seq_len=4, obs_keys=keys, grasp_weight=3.0, grasp_steps=1, device="cpu",
+                          next_actions=2)
     assert host.device is None and dev.device == torch.device("cpu") and len(dev) == len(host)
     idx = np.array([9, 0, 4, 7, 7, 2])
     a, b = host.get_batch(idx), dev.get_batch(idx)
-    assert set(a) == set(b) == {"obs", "actions", "mask", "task_emb", "task_id", "weight"}
+    assert set(a) == set(b) == {"obs", "actions", "mask", "task_emb", "task_id", "weight", "next_actions", "next_mask"}
     for key in keys:
         assert b["obs"][key].dtype == a["obs"][key].dtype and torch.equal(a["obs"][key], b["obs"][key])
-    for key in ("actions", "mask", "task_emb", "task_id", "weight"):
+    for key in ("actions", "mask", "task_emb", "task_id", "weight", "next_actions", "next_mask"):
         assert b[key].dtype == a[key].dtype and torch.equal(a[key], b[key]), key
     assert not bool(b["mask"].all()) and float(b["weight"].max()) == 3.0
     assert dev.nbytes() == host.nbytes()
     with pytest.raises(ValueError, match="already on cpu"):
         dev.to_device("cpu")
+
+
+def test_next_actions_follow_the_window_and_are_masked_past_the_demo():
+    """`next_actions`: the actions after each window (a chunked policy's targets past it), False past the end."""
+    ds = SequenceDataset(two_tasks(), seq_len=2, obs_keys=KEYS, next_actions=3)
+    # Windows 3 and 5 start at steps 0 and 2 of the 5-step demo (base 10); window 8 at step 0 of a 2-step one.
+    batch = ds.get_batch([3, 5, 8])
+    assert batch["next_actions"].shape == (3, 3, 7) and batch["next_actions"].dtype == torch.float32
+    np.testing.assert_allclose(batch["next_actions"][:, :, 0].numpy() * 100, [[12, 13, 14], [14, 14, 14], [21, 21, 21]],
+                               rtol=1e-6)
+    np.testing.assert_array_equal(batch["next_mask"].numpy(), [[True, True, True], [True, False, False],
+                                                               [False, False, False]])
+    assert "next_actions" not in SequenceDataset(two_tasks(), seq_len=2, obs_keys=KEYS).get_batch([3])
+    with pytest.raises(ValueError, match="next_actions must be at least 0"):
+        SequenceDataset(two_tasks(), seq_len=2, obs_keys=KEYS, next_actions=-1)

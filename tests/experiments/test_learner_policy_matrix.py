@@ -72,3 +72,28 @@ def test_learner_trains_and_evaluates_policy(learner, policy, tmp_path, smoke_da
     from libero_ll.cli.metrics import print_metrics
 
     print_metrics(run_dir, as_json=True)  # the metrics read every learner's tensor
+
+
+@pytest.mark.parametrize("learner", ["er", "ewc"])
+def test_a_chunked_policy_trains_on_the_actions_after_each_window(learner, tmp_path, smoke_data, smoke_envs,
+                                                                  make_smoke_config, monkeypatch):
+    """With action_chunk C, every batch the policy's loss sees (the task's windows, the replayed ones, EWC's
+    Fisher batches) carries the C - 1 actions after each window, so the last steps' chunks have targets."""
+    from libero_ll.experiments.lifelong import run_lifelong
+    from libero_ll.policies.base import BasePolicy
+
+    seen = []
+    original = BasePolicy.compute_loss
+
+    def spy(self, batch):
+        seen.append(None if "next_actions" not in batch else tuple(batch["next_actions"].shape))
+        return original(self, batch)
+
+    monkeypatch.setattr(BasePolicy, "compute_loss", spy)
+    cfg = make_smoke_config(
+        tmp_path, smoke_data, f"learner.name={learner}", "policy.name=resnet_t", "train.epochs=1",
+        "eval.max_steps=3", "eval.init_states=1", "language_encoder=task_id",
+    )
+    cfg.policy.cfg = {**tiny_policy_cfg("resnet_t"), "action_chunk": 3}
+    run_lifelong(cfg, log=lambda line: None, envs=smoke_envs)
+    assert seen and all(shape is not None and shape[1:] == (2, 7) for shape in seen)

@@ -48,10 +48,10 @@ def test_seql_epoch_changes_weights_and_returns_loss():
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters()))
 
 
-def _er_batch_on_task_1(train: TrainConfig):
+def _er_batch_on_task_1(train: TrainConfig, chunk: int = 1):
     """ER after task 0: the learner, and the batch its loss sees for the first 4 windows of task 1."""
     torch.manual_seed(0)
-    policy = make_policy("resnet_t", TINY, META)
+    policy = make_policy("resnet_t", {**TINY, "action_chunk": chunk}, META)
     learner = make_learner("er", policy, train, {"replay_batch_size": 3, "memory_demos": 2})
     t0, t1 = _task(0), _task(1)
     learner.start_task(0, t0)
@@ -65,9 +65,22 @@ def _er_batch_on_task_1(train: TrainConfig):
 
     policy.compute_loss = spy
     learner.start_task(1, t1)
-    ds = train.dataset([t1], 4, ["agentview_rgb", "gripper_states"])
+    ds = train.dataset([t1], 4, ["agentview_rgb", "gripper_states"], next_actions=chunk - 1)
     assert np.isfinite(learner.observe(ds.get_batch(np.arange(4))))
     return learner, seen
+
+
+def test_a_chunked_policys_replay_carries_the_actions_after_each_window():
+    """A step's chunk reaches past its window: the replayed windows carry the actions after them as the
+    current task's do (action_chunk - 1 of them), so that the two halves of a batch can be joined."""
+    learner, batch = _er_batch_on_task_1(TrainConfig(epochs=1, batch_size=4), chunk=3)
+    assert learner.replay.next_actions == 2
+    assert batch["next_actions"].shape == (7, 2, 7) and batch["next_mask"].shape == (7, 2)
+    # Task 1's windows 0..3 start at steps 0..3 of its first 12-step demo: the actions after are steps 4..7.
+    first = _task(1).demos[0]["actions"]
+    np.testing.assert_allclose(batch["next_actions"][:4].numpy(), np.stack([first[t + 4:t + 6] for t in range(4)]))
+    _, plain = _er_batch_on_task_1(TrainConfig(epochs=1, batch_size=4))
+    assert "next_actions" not in plain
 
 
 def test_er_mixes_replay_of_earlier_tasks():

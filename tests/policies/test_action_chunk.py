@@ -47,6 +47,45 @@ def test_chunk_loss_counts_every_known_future_action_once():
     assert loss.item() == pytest.approx(total / count, rel=1e-5)
 
 
+def test_chunk_loss_takes_targets_past_the_window_from_next_actions():
+    """With the actions after the window in the batch, the last steps' chunks are trained on them too; a
+    "next_mask" all False is the window alone, and one-step windows still train every chunk entry."""
+    policy = tiny_policy("resnet_t", action_chunk=C, gmm_modes=1).eval()
+    batch = make_batch(b=2, t=5)
+    batch["mask"][1, 3:] = False
+    nxt = torch.rand(2, C - 1, 7) * 2 - 1
+    alone = policy.compute_loss(batch).item()
+    none_known = {**batch, "next_actions": nxt, "next_mask": torch.zeros(2, C - 1, dtype=torch.bool)}
+    assert policy.compute_loss(none_known).item() == pytest.approx(alone, rel=1e-6)
+    known = torch.tensor([[True, True], [False, False]])  # the second window's demo has ended
+    loss = policy.compute_loss({**batch, "next_actions": nxt, "next_mask": known})
+    with torch.no_grad():
+        _, means, stds = policy.head.params(policy.features(batch))
+    means, stds = means[:, :, 0].view(2, 5, C, 7), stds[:, :, 0].view(2, 5, C, 7)
+    every = torch.cat([batch["actions"], nxt], dim=1)
+    every_known = torch.cat([batch["mask"], known], dim=1)
+    total, count = 0.0, 0
+    for b in range(2):
+        for t in range(5):
+            for k in range(C):
+                if batch["mask"][b, t] and every_known[b, t + k]:
+                    a, m, s = every[b, t + k], means[b, t, k], stds[b, t, k]
+                    total += float((0.5 * ((a - m) / s) ** 2 + torch.log(s) + 0.5 * math.log(2 * math.pi)).sum())
+                    count += 1
+    assert count == 5 * C + 6  # every target of the first window, 3+2+1 in the one whose demo ended
+    assert loss.item() == pytest.approx(total / count, rel=1e-5)
+    # One-step windows: without the next actions only chunk entry 0 has a target; with them, all C.
+    one = window(batch, 0, 1)
+    with torch.no_grad():
+        _, means, stds = policy.head.params(policy.features(one))
+    means, stds = means[:, 0, 0].view(2, C, 7), stds[:, 0, 0].view(2, C, 7)
+    targets = batch["actions"][:, :C]
+    nll = (0.5 * ((targets - means) / stds) ** 2 + torch.log(stds) + 0.5 * math.log(2 * math.pi)).sum(-1)  # (2, C)
+    assert policy.compute_loss(one).item() == pytest.approx(float(nll[:, 0].mean()), rel=1e-5)
+    full = {**one, "next_actions": batch["actions"][:, 1:C], "next_mask": torch.ones(2, C - 1, dtype=torch.bool)}
+    assert policy.compute_loss(full).item() == pytest.approx(float(nll.mean()), rel=1e-5)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_rollout_executes_the_mean_of_the_predictions_for_each_step(name):
     extra = {"rnn_horizon": 0} if name == "resnet_rnn" else {}
