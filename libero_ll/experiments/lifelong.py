@@ -123,7 +123,6 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     """
     from omegaconf import OmegaConf
 
-    from libero_ll.data.dataset import SequenceDataset
     from libero_ll.envs.env import LiberoEnv
     from libero_ll.evaluation.success import SuccessTensor
     from libero_ll.experiments.config import learner_options, policy_config
@@ -175,13 +174,12 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             first = {k: np.concatenate([d[k] for d in task_data[0].demos]) for k in policy.lowdim_keys}
             policy.set_lowdim_stats({k: (v.mean(0), v.std(0)) for k, v in first.items()})
         init_states = _init_states(cfg, tasks, envs, names, run_dir, log)
-        obs_keys = policy.image_keys + policy.lowdim_keys
 
         train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
         learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
         learner.rng = np.random.default_rng(int(cfg.seed))
         stages = learner.stages(len(tasks))
-        sample = SequenceDataset([task_data[0]], policy.seq_len, obs_keys, next_actions=policy.action_chunk - 1)
+        sample = policy.windows([task_data[0]])
         macs_per_window = forward_macs_per_window(policy, sample.get_batch(np.arange(min(2, len(sample)))))
         num_params = sum(p.numel() for p in policy.parameters())
 
@@ -263,8 +261,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             stage = stages[s]
             label = names[stage[0]] if len(stage) == 1 else f"all {len(stage)} tasks"
             data_s = task_data[stage[0]] if len(stage) == 1 else [task_data[j] for j in stage]
-            dataset = train_cfg.dataset([task_data[j] for j in stage], policy.seq_len, obs_keys, policy.device,
-                                        policy.action_chunk - 1)
+            dataset = train_cfg.dataset([task_data[j] for j in stage], policy)
             phase, first_epoch = (pos.phase, pos.epoch) if s == pos.stage else ("start", 0)
             t0, eval_before = time.time(), eval_seconds
 

@@ -106,16 +106,13 @@ class TrainConfig:
         if isinstance(self.grasp_steps, bool) or not isinstance(self.grasp_steps, int) or self.grasp_steps < 0:
             raise LiberoError(f"train.grasp_steps must be a non-negative integer, got {self.grasp_steps!r}")
 
-    def dataset(self, tasks: list[TaskData], seq_len: int, obs_keys: list[str],
-                device: torch.device | str | None = None, next_actions: int = 0) -> SequenceDataset:
-        """The windows of `tasks` with this config's grasp weighting, on `device` (the policy's) as
-        `data_on_device` says, with the `next_actions` actions after each window (a chunked policy's
-        action_chunk - 1)."""
-        data = SequenceDataset(tasks, seq_len, obs_keys, self.grasp_weight, self.grasp_steps,
-                               next_actions=next_actions)
-        if device is None or self.data_on_device is False:
+    def dataset(self, tasks: list[TaskData], policy) -> SequenceDataset:
+        """`policy`'s training windows of `tasks` (`BasePolicy.windows`) with this config's grasp weighting,
+        on the policy's device as `data_on_device` says."""
+        data = policy.windows(tasks, grasp_weight=self.grasp_weight, grasp_steps=self.grasp_steps)
+        if self.data_on_device is False:
             return data
-        device = torch.device(device)
+        device = torch.device(policy.device)
         if self.data_on_device is None:
             if device.type != "cuda":
                 return data

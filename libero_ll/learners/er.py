@@ -53,10 +53,7 @@ class ER(Learner):
 
     def _remember(self, data: TaskData, chosen: list[int]) -> None:
         self.memory.append(TaskData(data.task_id, [data.demos[i] for i in chosen], data.task_emb))
-        seq_len = self.policy.seq_len
-        keys = self.policy.image_keys + self.policy.lowdim_keys
-        self.replay = self.train_cfg.dataset(self.memory, seq_len, keys, self.policy.device,
-                                             self.policy.action_chunk - 1)
+        self.replay = self.train_cfg.dataset(self.memory, self.policy)
 
     def memory_bytes(self) -> int:
         """Size of the replay memory, bytes."""

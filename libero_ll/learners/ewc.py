@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from libero_ll.data.dataset import SequenceDataset, TaskData
+from libero_ll.data.dataset import TaskData
 from libero_ll.errors import LiberoError
 from libero_ll.learners.base import Learner
 from libero_ll.learners.registry import register_learner
@@ -79,8 +79,7 @@ class EWC(Learner):
         Batches cover every window of the task once, in order, with the policy in evaluation mode (no
         augmentation or dropout, so the estimate uses no randomness).
         """
-        keys = self.policy.image_keys + self.policy.lowdim_keys
-        dataset = SequenceDataset([data], self.policy.seq_len, keys, next_actions=self.policy.action_chunk - 1)
+        dataset = self.policy.windows([data])
         bs = int(self.opts["fisher_batch_size"] or self.train_cfg.batch_size)
         params = {n: p for n, p in self.policy.named_parameters() if p.requires_grad}
         fisher = {n: torch.zeros_like(p) for n, p in params.items()}

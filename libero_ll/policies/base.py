@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from libero_ll.data.dataset import SequenceDataset, TaskData
 from libero_ll.errors import LiberoError
 from libero_ll.policies.augment import WindowAugment
 from libero_ll.policies.gmm import GMMHead, gmm_log_prob, gmm_mode
@@ -246,6 +247,13 @@ class BasePolicy(nn.Module):
             # A step's weight covers the actions it predicts.
             return (nll * weight).sum() / (known.sum(-1) * weight).sum().clamp(min=1e-6)
         return nll.sum() / known.sum().clamp(min=1)
+
+    def windows(self, tasks: list[TaskData], **options: Any) -> SequenceDataset:
+        """The training windows of `tasks` this policy's loss takes: its seq_len and observation keys, and
+        the action_chunk - 1 actions after each window (its last steps' chunk targets). `options` go to
+        SequenceDataset (grasp_weight, grasp_steps, device)."""
+        return SequenceDataset(tasks, self.seq_len, self.image_keys + self.lowdim_keys,
+                               next_actions=self.action_chunk - 1, **options)
 
     def _next_actions(self, batch: Mapping[str, Any], b: int, n: int, a: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The ``n`` actions after each window, (B, n, A), and whether each is known, (B, n): the batch's

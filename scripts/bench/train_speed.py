@@ -94,14 +94,14 @@ def demo_batches(policy, data_dir: Path, batch_size: int, device, on_device: boo
     host and moved to `device`, or gathered on `device` from a copy held there."""
     import numpy as np
 
-    from libero_ll.data.dataset import SequenceDataset, load_task_data
+    from libero_ll.data.dataset import load_task_data
 
     keys = policy.image_keys + policy.lowdim_keys
     files = sorted(Path(data_dir).glob("*.hdf5"))
     if not files:
         raise SystemExit(f"--data {data_dir}: no .hdf5 demo files there")
     tasks = [load_task_data(f, k, np.zeros(policy.shape_meta["task_emb_dim"], np.float32), keys, 50) for k, f in enumerate(files)]
-    data = SequenceDataset(tasks, policy.seq_len, keys, device=device if on_device else None)
+    data = policy.windows(tasks, device=device if on_device else None)
     rng = np.random.default_rng(0)
 
     def draw() -> dict:

@@ -65,7 +65,7 @@ def _er_batch_on_task_1(train: TrainConfig, chunk: int = 1):
 
     policy.compute_loss = spy
     learner.start_task(1, t1)
-    ds = train.dataset([t1], 4, ["agentview_rgb", "gripper_states"], next_actions=chunk - 1)
+    ds = train.dataset([t1], policy)
     assert np.isfinite(learner.observe(ds.get_batch(np.arange(4))))
     return learner, seen
 
@@ -317,11 +317,10 @@ def test_er_trains_the_same_with_its_data_on_the_device():
         policy = make_policy("resnet_t", TINY, META)
         train = TrainConfig(epochs=1, batch_size=4, lr=1e-3, data_on_device=on_device)
         learner = make_learner("er", policy, train, {"replay_batch_size": 3, "memory_demos": 2})
-        keys = ["agentview_rgb", "gripper_states"]
         losses = []
         for k in range(2):
             data = _task(k)
-            ds = train.dataset([data], 4, keys, policy.device)
+            ds = train.dataset([data], policy)
             assert ds.device == (torch.device("cpu") if on_device else None)
             learner.start_task(k, data)
             losses.append(learner.train_epoch(ds))
@@ -331,7 +330,7 @@ def test_er_trains_the_same_with_its_data_on_the_device():
     assert out[0][0] == out[1][0]
     assert all(torch.equal(out[0][1][n], out[1][1][n]) for n in out[0][1])
     # Null (auto) keeps a CPU policy's data on the host; a bad value is named.
-    assert TrainConfig().dataset([_task(0)], 4, ["agentview_rgb"], "cpu").device is None
+    assert TrainConfig().dataset([_task(0)], make_policy("resnet_t", TINY, META)).device is None
     with pytest.raises(LiberoError, match="train.data_on_device"):
         TrainConfig(data_on_device="yes")
 
