@@ -134,6 +134,12 @@ def replay_demo(env, demo: Demo, name: str = "demo", tolerance: float = REPLAY_T
 
 
 def _env_config(env_args: dict):
+    # Replay reads states, not pixels.
+    return env_config_of(env_args, render=False)
+
+
+def env_config_of(env_args: dict, render: bool = False):
+    """The EnvConfig a demo file's env_args describe (keys this version does not know are left out)."""
     from libero_ll.envs.env import EnvConfig
 
     kwargs = env_args.get("env_kwargs", {}) if isinstance(env_args, dict) else {}
@@ -141,8 +147,7 @@ def _env_config(env_args: dict):
     kwargs = {k: v for k, v in kwargs.items() if k in known} if isinstance(kwargs, dict) else {}
     # Files written before the controller was recorded were made with robosuite's own.
     kwargs.setdefault("controller", "robosuite")
-    # Replay reads states, not pixels.
-    kwargs["render"] = False
+    kwargs["render"] = render
     return EnvConfig(**kwargs)
 
 

@@ -284,6 +284,27 @@ class LiberoEnv:
         self._sync_controller()
         return self.observe()
 
+    def loose_objects(self) -> list[str]:
+        """The instances that lie loose in the scene (a free joint each)."""
+        return list(self._joint_qpos)
+
+    def show_state(self, state: np.ndarray, shifts: dict | None = None) -> None:
+        """Put the scene in a stored state to look at it (render, read geometry), without starting an episode.
+
+        Unlike `reset_to`, the controller is left as it is and nothing is stepped: the state is set and the
+        kinematics computed. `shifts` moves loose objects sideways first: instance -> (dx, dy), metres.
+        """
+        import mujoco
+
+        n_layout = 7 * len(self._fixtures)
+        size = self.get_state().shape[0]
+        self._set_fixture_layout(state[size - n_layout :])
+        self.scene.sim.set_state_from_flattened(state[: size - n_layout])
+        for inst, d in (shifts or {}).items():
+            adr = self._joint_qpos[inst]
+            self.data.qpos[adr : adr + 2] += np.asarray(d, dtype=np.float64)
+        mujoco.mj_forward(self.model, self.data)
+
     def sample_init_states(self, n: int, seed: int) -> np.ndarray:
         """n initial states sampled with a fixed seed, (n, S): the evaluator starts rollouts from these."""
         rng = np.random.default_rng(seed)

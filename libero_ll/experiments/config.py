@@ -22,6 +22,8 @@ class DataConfig:
             libero_ll/data/collect.py: the evaluation cap, which the expert's longest task fits in).
         collect_workers: processes collecting missing demos at once (the demos do not depend on it); 0: one
             per CPU core.
+        corrections_per_demo: displaced-object corrections made from each pick of each demo and trained on
+            with the demos (libero_ll/data/corrections.py; kept in `<dir>/corrections/`); 0: none.
     """
 
     dir: str = "datasets/quickstart"
@@ -29,6 +31,7 @@ class DataConfig:
     collect_seed: int = 0
     expert_max_steps: int = 600
     collect_workers: int = 1
+    corrections_per_demo: int = 0
 
 
 @dataclass

@@ -532,10 +532,36 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
                 f"{EXPERT_VERSION}; delete it (or use another data.dir) to train on the current expert's demos")
     check_demo_images(cfg, tasks)
     obs_keys = policy.image_keys + policy.lowdim_keys
-    return [
+    data = [
         load_task_data(data_dir / f"{t.stem}.hdf5", k, embs[k], obs_keys, int(cfg.data.demos_per_task))
         for k, t in enumerate(tasks)
     ]
+    if int(cfg.data.corrections_per_demo) > 0:
+        _add_corrections(cfg, tasks, data, embs, obs_keys, log)
+    return data
+
+
+def _add_corrections(cfg, tasks: list[Path], data: list, embs, obs_keys, log) -> None:
+    """Append each task's displaced-object corrections to its demos, making those missing or stale
+    (`data.corrections_per_demo`)."""
+    from libero_ll.data.corrections import CorrectionSettings, corrections_path, ensure_corrections
+    from libero_ll.data.dataset import load_task_data
+
+    data_cfg = cfg.data
+    settings = CorrectionSettings(
+        int(data_cfg.corrections_per_demo), int(data_cfg.collect_seed), int(data_cfg.demos_per_task)
+    )
+    files = [Path(cfg.data.dir) / f"{t.stem}.hdf5" for t in tasks]
+    t0 = time.time()
+    made = ensure_corrections(files, settings, resolve_workers(int(cfg.data.collect_workers), len(files)))
+    for t, m in zip(tasks, made):
+        if m is not None:
+            log(f"made {m[1]} displaced-object corrections ({m[2]} steps) of {t.stem}")
+    if any(m is not None for m in made):
+        log(f"made the corrections of {sum(m is not None for m in made)} tasks in {time.time() - t0:.0f}s")
+    for k, f in enumerate(files):
+        extra = load_task_data(corrections_path(f), k, embs[k], obs_keys)
+        data[k].demos.extend(extra.demos)
 
 
 def check_demo_images(cfg, tasks: list[Path]) -> None:
@@ -629,6 +655,10 @@ def check_components(cfg, check_init: bool = True) -> None:
         raise LiberoError(f"eval.workers must be 0 (one per CPU core) or more, got {cfg.eval.workers}")
     if int(cfg.eval.envs_per_worker) < 1:
         raise LiberoError(f"eval.envs_per_worker must be 1 or more, got {cfg.eval.envs_per_worker}")
+    if int(cfg.data.corrections_per_demo) < 0:
+        raise LiberoError(
+            f"data.corrections_per_demo must be 0 (none) or more, got {cfg.data.corrections_per_demo}"
+        )
     if int(cfg.data.collect_workers) < 0:
         raise LiberoError(
             f"data.collect_workers must be 0 (one per CPU core) or more, got {cfg.data.collect_workers}"

@@ -1,6 +1,5 @@
 """Window augmentation: one shift and one colour draw per window, the identity in eval mode."""
 
-import pytest
 import torch
 import torch.nn.functional as F
 

@@ -18,7 +18,7 @@ from libero_ll.tasks.generator import (
     parse_plan,
     random_requests,
 )
-from libero_ll.tasks.scenes import load_scene, parse_scene, scene_names
+from libero_ll.tasks.scenes import load_scene, scene_names
 
 REPO = Path(__file__).resolve().parents[2]
 
