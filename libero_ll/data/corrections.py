@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from libero_ll.data.hdf5 import Demo, DemoWriter, demo_names, iter_demos, read_info
+from libero_ll.data.hdf5 import Demo, DemoWriter, demo_names, iter_demos, new_record, read_info, record_step
 from libero_ll.errors import LiberoError
 
 # What a change here makes different: a file of another version is made again.
@@ -35,8 +35,8 @@ CORRECTIONS_VERSION = "displaced-object corrections 3"
 SUBFOLDER = "corrections"
 # Sideways displacements of the object, metres (uniform in radius, any direction).
 MIN_SHIFT, MAX_SHIFT = 0.005, 0.03
-# Below the approach height, a hand this far (metres) off the moved grasp point sideways corrects
-# without descending (the expert's own position tolerance).
+# A hand within this distance (metres) of the moved grasp point sideways is over it (the expert's own
+# position tolerance): lower than the object's top it is kept, elsewhere the fragment ends.
 ALIGNED = 0.008
 # Margin (metres) above the object's top under which an open hand off to the side would meet it.
 TOP_MARGIN = 0.01
@@ -129,7 +129,7 @@ def demo_corrections(env, demo: Demo, rng: np.random.Generator, per_demo: int) -
             d = radius * np.array([math.cos(angle), math.sin(angle)])
             moved_grasp = grasp + np.array([d[0], d[1], 0.0])
             moved_approach = approach + np.array([d[0], d[1], 0.0])
-            rec = {"obs": [], "actions": [], "states": [], "robot_states": []}
+            rec = new_record(None)
             for t in range(start, close):
                 env.show_state(demo.states[t], {inst: d})
                 q = env.robot_proprio()
@@ -138,22 +138,11 @@ def demo_corrections(env, demo: Demo, rng: np.random.Generator, per_demo: int) -
                 off = float(np.hypot(*(moved_grasp[:2] - pos[:2])))
                 if pos[2] < top + TOP_MARGIN and off > ALIGNED:
                     break
-                rec["obs"].append(env.observe())
                 label = _label(pos, rot, moved_grasp, moved_approach, hand_rot, speed)
-                rec["actions"].append(label.astype(np.float32))
-                rec["states"].append(env.get_state())
-                rec["robot_states"].append(env.robot_state())
+                record_step(rec, env, env.observe(), label.astype(np.float32))
             if rec["actions"]:
-                out.append(
-                    Demo(
-                        actions=np.stack(rec["actions"]),
-                        states=np.stack(rec["states"]),
-                        robot_states=np.stack(rec["robot_states"]),
-                        obs={k: np.stack([o[k] for o in rec["obs"]]) for k in rec["obs"][0]},
-                        init_state=rec["states"][0],
-                        seed=demo.seed,
-                    )
-                )
+                rec["init_state"] = rec["states"][0]
+                out.append(Demo.from_record(rec, "", demo.seed))
     return out
 
 

@@ -296,10 +296,9 @@ class LiberoEnv:
         """
         import mujoco
 
-        n_layout = 7 * len(self._fixtures)
-        size = self.get_state().shape[0]
-        self._set_fixture_layout(state[size - n_layout :])
-        self.scene.sim.set_state_from_flattened(state[: size - n_layout])
+        sim_size = len(state) - 7 * len(self._fixtures)
+        self._set_fixture_layout(state[sim_size:])
+        self.scene.sim.set_state_from_flattened(state[:sim_size])
         for inst, d in (shifts or {}).items():
             adr = self._joint_qpos[inst]
             self.data.qpos[adr : adr + 2] += np.asarray(d, dtype=np.float64)
