@@ -522,14 +522,8 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
 
     collect_missing_demos(cfg, tasks, env_cfg, log)
     data_dir = Path(cfg.data.dir)
-    from libero_ll.data.hdf5 import read_info
-    from libero_ll.experts.expert import EXPERT_VERSION
-
-    for t in tasks:
-        made_by = read_info(data_dir / f"{t.stem}.hdf5").generator
-        if made_by and made_by.startswith("scripted-expert") and made_by != EXPERT_VERSION:
-            log(f"note: {data_dir / (t.stem + '.hdf5')} was collected by {made_by}, not the current "
-                f"{EXPERT_VERSION}; delete it (or use another data.dir) to train on the current expert's demos")
+    for note in stale_demo_notes(data_dir, tasks):
+        log(note)
     check_demo_images(cfg, tasks)
     obs_keys = policy.image_keys + policy.lowdim_keys
     data = [
@@ -539,6 +533,30 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
     if int(cfg.data.corrections_per_demo) > 0:
         _add_corrections(cfg, tasks, data, embs, obs_keys, log)
     return data
+
+
+def stale_demo_notes(data_dir: Path, tasks: list[Path]) -> list[str]:
+    """Notes on the scripted expert's demo files in `data_dir` of `tasks` that were made by another version
+    of the expert or from another version of their task file; such files are used as they are, never
+    deleted."""
+    from libero_ll.data.hdf5 import read_info
+    from libero_ll.experts.expert import EXPERT_VERSION
+
+    notes = []
+    for t in tasks:
+        path = data_dir / f"{t.stem}.hdf5"
+        info = read_info(path)
+        made_by = info.generator or ""
+        if not made_by.startswith("scripted-expert"):
+            # Teleoperated, converted or imported files (LIBERO's own) are taken as they are.
+            continue
+        if made_by != EXPERT_VERSION:
+            notes.append(f"note: {path} was collected by {made_by}, not the current {EXPERT_VERSION}; delete "
+                         f"it (or use another data.dir) to train on the current expert's demos")
+        if info.bddl_file_content and info.bddl_file_content.split() != t.read_text(encoding="utf-8").split():
+            notes.append(f"note: {path} was collected from another version of {t} (the task files differ); "
+                         f"delete it (or use another data.dir) to train on demos of the task as it is now")
+    return notes
 
 
 def _add_corrections(cfg, tasks: list[Path], data: list, embs, obs_keys, log) -> None:

@@ -43,7 +43,7 @@ def test_stale_missing_and_broken_files_are_refused(tmp_path, soup_env):
     with pytest.raises(LiberoError, match="no stored initial states"):
         load_init_states(task)
     write_init_states(task, n=2, env=soup_env)
-    task.write_text(task.read_text().replace("(0.0 -0.05 0.05 0.0)", "(0.0 -0.06 0.05 0.0)"))
+    task.write_text(task.read_text().replace("(0.015 -0.035 0.035 -0.015)", "(0.015 -0.045 0.035 -0.015)"))
     with pytest.raises(LiberoError, match="different version"):
         load_init_states(task)
     init_states_path(task).write_bytes(b"not a numpy file")

@@ -30,7 +30,9 @@ def test_samples_inside_regions(bowl_task):
 def test_crowded_region_error_names_region(tmp_path, bowl_task):
     text = bowl_task.read_text()
     # Put the plate's region exactly where the bowl's is: they cannot both fit.
-    text = text.replace("(-0.06 -0.225 -0.01 -0.175)", "(-0.2 -0.065 -0.15 -0.015)")
+    plate, bowl = "(-0.045 -0.21 -0.025 -0.19)", "(-0.185 -0.05 -0.165 -0.03)"
+    assert plate in text and bowl in text
+    text = text.replace(plate, bowl)
     bad = tmp_path / "crowded.bddl"
     bad.write_text(text)
     spec = parse_file(str(bad))
