@@ -31,6 +31,17 @@ def _env_for(path):
     return LiberoEnv(parse_string(info.bddl_file_content, "t"), env_config_of(info.env_args, render=True))
 
 
+def _rotation(axis_angle):
+    """The rotation matrix of an axis-angle vector (Rodrigues)."""
+    v = np.asarray(axis_angle, dtype=np.float64)
+    angle = np.linalg.norm(v)
+    if angle < 1e-12:
+        return np.eye(3)
+    x, y, z = v / angle
+    k = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
 def test_pick_events():
     from libero_ll.data.corrections import _pick_events
 
@@ -80,8 +91,13 @@ def test_fragments_move_the_object_and_redraw_it(made):
                 assert np.mean(changed) > 0.5, key
             # The hand and fingers are the demo's (a step's observation is computed within MuJoCo's last
             # substep, a fraction of a millimetre before the state it is stored with; these from the state).
-            for key in ("ee_states", "gripper_states"):
-                assert np.allclose(frag.obs[key], demo.obs[key][start:start + frag.num_steps], atol=3e-3)
+            same = slice(start, start + frag.num_steps)
+            assert np.allclose(frag.obs["gripper_states"], demo.obs["gripper_states"][same], atol=3e-3)
+            assert np.allclose(frag.obs["ee_states"][:, :3], demo.obs["ee_states"][same, :3], atol=3e-3)
+            # The orientation as rotations: near a half turn the axis-angle form flips sign between the two.
+            turn = [_rotation(a).T @ _rotation(b)
+                    for a, b in zip(frag.obs["ee_states"][:, 3:], demo.obs["ee_states"][same, 3:])]
+            assert max(np.arccos(np.clip((np.trace(r) - 1) / 2, -1, 1)) for r in turn) < 1e-2
     finally:
         env.close()
 

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "configs" / "smoke.yaml"
 
 
-# The shipped smoke sweeps' three seeds (15 runs each) behind -m slow; by default one seed, the same runs.
+# The shipped smoke sweeps with their three seeds (15 runs each) or one (the same runs for seed 100).
 SEEDS = [pytest.param(None, marks=pytest.mark.slow, id="three-seeds"), pytest.param([100], id="one-seed")]
 
 
@@ -170,6 +170,9 @@ def test_shipped_sweeps_expand(tmp_path, monkeypatch):
         load_sweep(REPO / "configs" / "sweeps" / "pretraining_cpu.yaml")
 
 
+# About 160 s with one seed on 2 cores: behind -m slow with the task-order study below, to keep the default run
+# under 15 minutes (a single run's kill and resume is in test_resume.py; a whole sweep on Ray below).
+@pytest.mark.slow
 @pytest.mark.parametrize("seeds", SEEDS)
 def test_the_smoke_table2_sweep_killed_and_rerun_gives_the_uninterrupted_report(tmp_path, smoke_data, seeds):
     """The shipped smoke-scale Table-2 sweep (5 learners x its seeds), whole; then killed with one run finished
@@ -231,6 +234,7 @@ def test_the_smoke_table2_sweep_killed_and_rerun_gives_the_uninterrupted_report(
     assert json.loads((resumed[0] / "sweep.json").read_text())["sweep"] == "table2_smoke"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seeds", SEEDS)
 def test_the_smoke_task_order_sweep_reports_five_orders(tmp_path, smoke_data, seeds):
     """The shipped smoke-scale task-order study: its third task's demos are collected once, before the runs."""
