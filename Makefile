@@ -24,12 +24,20 @@ gl:
 	    libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 >/dev/null; \
 	fi
 
-# The CPU torch wheel is installed by exact version first, so that no other
-# requirement pulls a CUDA build.
+# The CPU torch wheel is installed by exact version first, with pip (which knows
+# where the machine keeps it), so that no other requirement pulls a CUDA build.
+# The rest goes in with uv, which downloads and unpacks in parallel (about a
+# minute and a half for a fresh setup against three with pip); the bytecode is
+# compiled at install time, as pip does. Where uv cannot be had, pip does it all.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --disable-pip-version-check torch==2.13.0
-	$(PIP) install -q --disable-pip-version-check -e '.[test]'
+	@if $(PIP) install -q --disable-pip-version-check uv 2>/dev/null; then \
+	  $(VENV)/bin/uv pip install -q --python $(PY) --compile-bytecode -e '.[test]'; \
+	else \
+	  echo "uv not available: installing with pip"; \
+	  $(PIP) install -q --disable-pip-version-check -e '.[test]'; \
+	fi
 	@touch $(STAMP)
 
 demo: setup
