@@ -1,22 +1,29 @@
-"""Rollouts stepped in lock-step by several environment processes, with the policy batched in this process.
+"""Rollouts run by several environment processes, the policy in each of them or batched in this process.
 
-Each worker (spawned, so that it gets its own simulator and rendering context) steps a few rollouts at once,
-each in an environment of its own; it builds the environments it is asked for and keeps them for the next
-rollouts of the same task. Every step the main process gathers the observations of every rollout in flight,
-runs the policy once on the batch, and sends each worker the actions of its rollouts. A rollout's place in
-the batch (its slot) that ends takes the next rollout waiting, of the same task or, with `rollouts_many`, of
-any task of the evaluation; rollout i of a task always starts from its init_states[i % M], so for a policy
-whose actions for one env depend only on that env's history (and task embedding) the rollouts equal those
-of `run_rollouts`.
+Each worker is spawned, so that it gets its own simulator and rendering context; it builds the environments
+it is asked for and keeps them for the next rollouts of the same task. Rollout i of a task always starts from
+its init_states[i % M], and a free worker takes the next rollout waiting, of the same task or, with
+`rollouts_many`, of any task of the evaluation. The policy acts in one of two ways:
 
-With several rollouts per worker the policy acts on larger batches, whose step costs little more than one
-env's, and so less often: on 2 CPU cores, ten rollouts of a cpu-preset network took 15.0 s with three per
-worker against 16.8 s with one (README).
+- In the workers (a policy on the CPU): each worker gets a copy of the policy with the caller's current
+  weights and runs whole rollouts with `run_rollouts`, one observation at a time, as one process would: a
+  deterministic policy's rollouts are those of `run_rollouts` in a process with one torch thread. On 2 CPU
+  cores no process then waits for another at every step; the three quickstart tasks' 30 rollouts of a
+  cpu-preset network took 78 s against 92 s in lock-step (README).
+- In lock-step (a policy on a GPU, or rollouts recorded): every step this process gathers the observations
+  of every rollout in flight, runs the policy once on the batch, and sends each worker the actions of its
+  rollouts; a worker steps a few rollouts at once, each in an environment of its own, and a rollout's
+  place in the batch (its slot) that ends takes the next rollout waiting. For a policy whose actions for
+  one env depend only on that env's history (and task embedding) the rollouts equal those of
+  `run_rollouts` up to the rounding of a batch of another size. With several rollouts per worker the
+  policy acts on larger batches, less often: on 2 CPU cores, ten rollouts of a cpu-preset network took
+  15.0 s with three per worker against 16.8 s with one (README).
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import multiprocessing.connection
 import traceback
 from pathlib import Path
 from typing import NamedTuple
@@ -31,23 +38,44 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
     # Runs in a spawned process: nothing from the parent's simulator or GL state is inherited.
     idle: dict[int, list] = {}  # task -> (env, its position coordinates) not stepping a rollout
     busy: dict[int, tuple] = {}  # slot -> (task, env, position coordinates, StillnessMonitor)
+    policy = None  # the policy sent for whole rollouts run here ("policy", "rollout")
+
+    def take_env(task: int) -> tuple:
+        free = idle.setdefault(task, [])
+        if free:
+            return free.pop()
+        from libero_ll.envs.env import LiberoEnv
+
+        env = LiberoEnv(task_files[task], env_cfg)
+        return env, position_coordinates(env.model)
+
     try:
         while True:
             cmd, args = conn.recv()
             try:
                 if cmd == "close":
                     break
-                if cmd == "reset":  # args: [(slot, task, initial state, still_steps)]
+                if cmd == "policy":  # args: the bytes of `_policy_message`
+                    policy = _load_policy(args, policy)
+                    conn.send(("ok", None))
+                elif cmd == "rollout":  # args: (task, initial state, task_emb, max_steps, still_steps, seed)
+                    import torch
+
+                    from libero_ll.evaluation.rollout import run_rollouts
+
+                    task, state, task_emb, max_steps, still_steps, seed = args
+                    env, where = take_env(task)
+                    try:
+                        torch.manual_seed(seed)
+                        with torch.no_grad():
+                            (done,) = run_rollouts(policy, env, state[None], task_emb, 1, max_steps, still_steps)
+                    finally:
+                        idle[task].append((env, where))
+                    conn.send(("ok", (done.success, done.steps, done.final_state)))
+                elif cmd == "reset":  # args: [(slot, task, initial state, still_steps)]
                     out = []
                     for slot, task, state, still_steps in args:
-                        free = idle.setdefault(task, [])
-                        if free:
-                            env, where = free.pop()
-                        else:
-                            from libero_ll.envs.env import LiberoEnv
-
-                            env = LiberoEnv(task_files[task], env_cfg)
-                            where = position_coordinates(env.model)
+                        env, where = take_env(task)
                         obs = env.reset_to(state)
                         still = StillnessMonitor(still_steps)
                         still.reset(env.data.qpos[where])
@@ -80,6 +108,37 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
         conn.close()
 
 
+def _policy_message(policy) -> bytes:
+    """What a worker needs to run `policy` on its own: its class, config, shapes and weights (as they are
+    now, inside any learner's evaluation context), serialised with torch.save."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    weights = {k: v.detach().cpu() for k, v in policy.state_dict().items()}
+    torch.save({"class": type(policy), "cfg": policy.cfg, "shape_meta": policy.shape_meta, "weights": weights},
+               buffer)
+    return buffer.getvalue()
+
+
+def _load_policy(message: bytes, current):
+    """The policy of a `_policy_message`, on this process's CPU with one thread; `current` is reused when it
+    is of the same class, config and shapes."""
+    import io
+
+    import torch
+
+    torch.set_num_threads(1)
+    sent = torch.load(io.BytesIO(message), map_location="cpu", weights_only=False)
+    same = (current is not None and type(current) is sent["class"] and current.cfg == sent["cfg"]
+            and current.shape_meta == sent["shape_meta"])
+    policy = current if same else sent["class"](sent["cfg"], sent["shape_meta"])
+    policy.load_state_dict(sent["weights"])
+    policy.eval()
+    return policy
+
+
 class RolloutJob(NamedTuple):
     """The rollouts of one task asked of `ParallelEvaluator.rollouts_many`.
 
@@ -106,14 +165,19 @@ class ParallelEvaluator:
         envs_per_worker: rollouts each process steps at once, each in an environment of its own. A worker
             keeps up to this many environments of every task it has evaluated (each holds its whole
             scene: about 200 MB for a quickstart task).
+        policy_in_workers: run whole rollouts in the workers, each with its own copy of the policy, instead
+            of stepping them in lock-step with the policy batched here; None (the default) does so for a
+            policy (a BasePolicy) on the CPU and not with a recorder. See `rollouts_many`.
     """
 
-    def __init__(self, task_files: list, env_cfg, workers: int, envs_per_worker: int = 1):
+    def __init__(self, task_files: list, env_cfg, workers: int, envs_per_worker: int = 1,
+                 policy_in_workers: bool | None = None):
         if workers < 1:
             raise LiberoError(f"eval.workers must be at least 1, got {workers}")
         if envs_per_worker < 1:
             raise LiberoError(f"eval.envs_per_worker must be at least 1, got {envs_per_worker}")
         self.envs_per_worker = int(envs_per_worker)
+        self.policy_in_workers = policy_in_workers
         ctx = mp.get_context("spawn")
         self._conns = []
         self._procs = []
@@ -186,15 +250,18 @@ class ParallelEvaluator:
                       recorder=None) -> list[list[Rollout]]:
         """Run the rollouts of several tasks at once: a free slot takes the next rollout of any job.
 
-        The rollouts wait in one queue, job after job and in order of their number within a job. Each step
-        the policy acts once for all the rollouts in flight, each with its own task's embedding, so the
-        workers stay busy until the queue is empty and the batch mixes tasks. A rollout ends on success,
+        The rollouts wait in one queue, job after job and in order of their number within a job. With the
+        policy in the workers (see `policy_in_workers`), each worker runs one rollout after another with its
+        copy of the policy; in lock-step, each step the policy acts once for all the rollouts in flight, each
+        with its own task's embedding, so the workers stay busy until the queue is empty and the batch mixes
+        tasks. A rollout ends on success,
         when its scene has been still for `still_steps` steps, or at `max_steps`, as in `rollouts`; rollout
         i of a job starts from that job's init_states[i % M], so a policy whose actions for one env depend
         only on that env's history (and its embedding) gives each job the rollouts it gets alone.
 
         Args:
-            policy: a BasePolicy; `act` is called with a batch of one observation per slot (rollout in
+            policy: a BasePolicy (or, in lock-step, anything with its `reset` and `act`); in lock-step,
+                `act` is called with a batch of one observation per slot (rollout in
                 flight, at most workers x envs_per_worker) and task embeddings (N, D), and
                 `reset(N, env_ids=[s, ...])` when slots start new rollouts.
             jobs: RolloutJob (or (task, init_states, task_emb, num_rollouts)) tuples; see RolloutJob.
@@ -216,6 +283,8 @@ class ParallelEvaluator:
         dims = {job.task_emb.shape for job in jobs if job.num_rollouts > 0}
         if len(dims) > 1:
             raise LiberoError(f"the jobs' task embeddings differ in shape: {sorted(dims)}")
+        if self._runs_in_workers(policy, recorder):
+            return self._rollouts_in_workers(policy, jobs, max_steps, still_steps)
         queue = [(k, i) for k, job in enumerate(jobs) for i in range(job.num_rollouts)]
         done: list[dict[int, Rollout]] = [{} for _ in jobs]
         # Slot s (a place in the policy's batch) is stepped by worker s % workers: the workers' shares
@@ -284,6 +353,77 @@ class ParallelEvaluator:
             if restarted:
                 policy.reset(n, env_ids=restarted)
         return [[d[i] for i in range(job.num_rollouts)] for d, job in zip(done, jobs)]
+
+    def _runs_in_workers(self, policy, recorder) -> bool:
+        """Whether `rollouts_many` runs whole rollouts in the workers (see `policy_in_workers`)."""
+        from libero_ll.policies.base import BasePolicy
+
+        if self.policy_in_workers is None:
+            return isinstance(policy, BasePolicy) and policy.device.type == "cpu" and recorder is None
+        if self.policy_in_workers:
+            if not isinstance(policy, BasePolicy):
+                raise LiberoError(f"rollouts in the workers need a BasePolicy, got {type(policy).__name__}")
+            if recorder is not None:
+                raise LiberoError("rollouts in the workers cannot be recorded: make the evaluator with "
+                                  "policy_in_workers=None or False")
+        return bool(self.policy_in_workers)
+
+    def _rollouts_in_workers(self, policy, jobs: list[RolloutJob], max_steps: int,
+                             still_steps: int) -> list[list[Rollout]]:
+        """`rollouts_many` with each worker running whole rollouts, one at a time, with a copy of the policy.
+
+        A free worker takes the next rollout waiting; the policy acts on a batch of one, as `run_rollouts`
+        makes it act. Each rollout draws its sampled actions from a torch stream of its own, seeded from this
+        process's torch stream, its job and its number, so which worker runs it does not matter.
+        """
+        import torch
+
+        queue = [(k, i) for k, job in enumerate(jobs) for i in range(job.num_rollouts)]
+        done: list[dict[int, Rollout]] = [{} for _ in jobs]
+        if not queue:
+            return [[] for _ in jobs]
+        message = _policy_message(policy)
+        for w in range(self.workers):
+            self._call(w, "policy", message)
+        self._settle(range(self.workers))
+        base = int(torch.randint(0, 2**31 - 1, ()).item())
+        queue.reverse()
+        running: dict[int, tuple[int, int]] = {}  # worker -> (job, rollout number)
+
+        def give(w: int) -> None:
+            k, i = running[w] = queue.pop()
+            job = jobs[k]
+            seed = int(np.random.SeedSequence([base, k, i]).generate_state(1)[0])
+            self._call(w, "rollout", (job.task, job.init_states[i % len(job.init_states)], job.task_emb,
+                                      max_steps, still_steps, seed))
+
+        for w in range(min(self.workers, len(queue))):
+            give(w)
+        try:
+            while running:
+                ready = mp.connection.wait([self._conns[w] for w in running])
+                for w in [w for w in list(running) if self._conns[w] in ready]:
+                    k, i = running.pop(w)
+                    success, steps, final = self._result(w)
+                    done[k][i] = Rollout(i, bool(success), int(steps), final)
+                    if queue:
+                        give(w)
+        finally:
+            # A worker's failure leaves the others' answers in their pipes: read them before going on.
+            self._settle(list(running), quiet=True)
+        return [[d[i] for i in range(job.num_rollouts)] for d, job in zip(done, jobs)]
+
+    def _settle(self, workers, quiet: bool = False) -> None:
+        """Read one answer from each of `workers`; the first failure is raised after all are read, unless
+        `quiet`."""
+        error = None
+        for w in workers:
+            try:
+                self._result(w)
+            except LiberoError as e:
+                error = error or e
+        if error is not None and not quiet:
+            raise error
 
     def _check_job(self, k: int, job) -> RolloutJob:
         """The job as a RolloutJob of arrays, or a LiberoError saying what is wrong with it."""

@@ -387,12 +387,12 @@ def evaluate_tasks(tasks: list[int], when: tuple[int, ...], cfg, policy, learner
 
     With a ParallelEvaluator, several tasks and a learner whose `eval_context` is the same for all of
     them (`shares_eval_context`), the rollouts of all the tasks are in flight together (the workers take
-    them from one queue, the policy acts on a batch that mixes tasks) under one random stream derived from
-    the evaluation point. Otherwise each task is evaluated on its own, in its learner context and under a
-    stream derived from the point and the task. Either way evaluation never shifts training's streams, and
-    the same point gives the same results in every run (a resumed one too). A policy that samples its
-    actions draws them in another order when tasks share a batch, so its results differ from task-by-task
-    ones (not in expectation); a deterministic policy's are identical.
+    them from one queue) under one random stream derived from the evaluation point. Otherwise each task is
+    evaluated on its own, in its learner context and under a stream derived from the point and the task.
+    Either way evaluation never shifts training's streams, and the same point gives the same results in
+    every run (a resumed one too). A policy that samples its actions draws them from other streams when
+    the tasks are evaluated together, so its results differ from task-by-task ones (not in expectation); a
+    deterministic policy's are identical (in lock-step, up to the rounding of batches of other sizes).
 
     Args:
         tasks: task indices (positions in the run's task list).

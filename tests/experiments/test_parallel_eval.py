@@ -173,6 +173,69 @@ def test_bad_rollout_jobs_are_clear_errors(pool):
             pool.rollouts_many(ReachPolicy(), jobs, max_steps=4)
 
 
+def _tiny_policy(env, deterministic: bool):
+    """A small ResNet-T with random weights for the smoke tasks' observations and 4-number task embeddings."""
+    import torch
+
+    from libero_ll.policies import make_policy
+
+    obs = env.reset(seed=0)
+    size = obs["agentview_rgb"].shape[0]
+    shape_meta = {"image_shape": (size, size, 3), "action_dim": 7, "task_emb_dim": 4,
+                  "lowdim": {k: int(obs[k].shape[0]) for k in ("joint_states", "gripper_states", "ee_states")}}
+    torch.manual_seed(0)
+    cfg = dict(embed_size=16, encoder_width=8, encoder_blocks=1, extra_embedding_size=8, language_proj_size=8,
+               transformer_layers=1, heads=2, head_size=8, mlp_size=16, gmm_hidden=[32], seq_len=3,
+               action_chunk=2, deterministic_eval=deterministic)
+    return make_policy("resnet_t", cfg, shape_meta).eval()
+
+
+def test_a_policy_in_the_workers_rolls_out_as_in_one_process(pool, smoke_envs):
+    import torch
+
+    env = smoke_envs[1]
+    states = env.sample_init_states(2, seed=3)
+    emb = np.array([0.3, -0.2, 0.1, 0.5], np.float32)
+    policy = _tiny_policy(env, deterministic=True)
+    assert pool._runs_in_workers(policy, None) and not pool._runs_in_workers(ReachPolicy(), None)
+    with torch.no_grad():
+        serial = run_rollouts(policy, env, states, emb, 3, 12)
+    _same(pool.rollouts(policy, 1, states, emb, 3, 12), serial)
+    assert not np.array_equal(serial[0].final_state, serial[1].final_state)
+    # The workers take the weights of each call: other weights, other rollouts, the same as one process's.
+    with torch.no_grad():
+        for p in policy.head.parameters():
+            p.add_(0.5 * torch.randn_like(p))
+        changed = run_rollouts(policy, env, states, emb, 1, 12)
+    assert not np.array_equal(changed[0].final_state, serial[0].final_state)
+    _same(pool.rollouts(policy, 1, states, emb, 1, 12), changed)
+
+
+def test_sampled_actions_in_the_workers_follow_the_callers_seed(pool, smoke_envs):
+    import torch
+
+    policy = _tiny_policy(smoke_envs[0], deterministic=False)
+    states = [env.sample_init_states(2, seed=5) for env in smoke_envs]
+    jobs = [(0, states[0], np.ones(4, np.float32), 2), (1, states[1], np.zeros(4, np.float32), 2)]
+    runs = []
+    for seed in (1, 1, 2):
+        torch.manual_seed(seed)
+        runs.append(pool.rollouts_many(policy, jobs, max_steps=10))
+    for k in (0, 1):
+        _same(runs[0][k], runs[1][k])
+    assert any(not np.array_equal(a.final_state, b.final_state) for a, b in zip(runs[0][0], runs[2][0]))
+
+
+def test_a_failing_rollout_in_a_worker_is_a_clear_error_and_the_pool_goes_on(pool, smoke_envs):
+    env = smoke_envs[0]
+    policy = _tiny_policy(env, deterministic=True)
+    with pytest.raises(LiberoError, match="evaluation worker .* failed: .*simulator state"):
+        pool.rollouts(policy, 0, np.zeros((1, 5)), np.zeros(4, np.float32), 3, 5)
+    states = env.sample_init_states(1, seed=2)
+    _same(pool.rollouts(policy, 0, states, np.zeros(4, np.float32), 1, 5),
+          run_rollouts(policy, env, states, np.zeros(4, np.float32), 1, 5))
+
+
 class StillPolicy(ReachPolicy):
     """Keeps the hand where it is."""
 
