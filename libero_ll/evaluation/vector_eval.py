@@ -167,18 +167,18 @@ class ParallelEvaluator:
             keeps up to this many environments of every task it has evaluated (each holds its whole
             scene: about 200 MB for a quickstart task).
         policy_in_workers: run whole rollouts in the workers, each with its own copy of the policy, instead
-            of stepping them in lock-step with the policy batched here; None (the default) does so for a
-            policy (a BasePolicy) on the CPU and not with a recorder. See `rollouts_many`.
+            of stepping them in lock-step with the policy batched here, where that is possible: for a
+            BasePolicy on the CPU and no recorder. False always steps in lock-step. See `rollouts_many`.
     """
 
     def __init__(self, task_files: list, env_cfg, workers: int, envs_per_worker: int = 1,
-                 policy_in_workers: bool | None = None):
+                 policy_in_workers: bool = True):
         if workers < 1:
             raise LiberoError(f"eval.workers must be at least 1, got {workers}")
         if envs_per_worker < 1:
             raise LiberoError(f"eval.envs_per_worker must be at least 1, got {envs_per_worker}")
         self.envs_per_worker = int(envs_per_worker)
-        self.policy_in_workers = policy_in_workers
+        self.policy_in_workers = bool(policy_in_workers)
         ctx = mp.get_context("spawn")
         self._conns = []
         self._procs = []
@@ -359,15 +359,8 @@ class ParallelEvaluator:
         """Whether `rollouts_many` runs whole rollouts in the workers (see `policy_in_workers`)."""
         from libero_ll.policies.base import BasePolicy
 
-        if self.policy_in_workers is None:
-            return isinstance(policy, BasePolicy) and policy.device.type == "cpu" and recorder is None
-        if self.policy_in_workers:
-            if not isinstance(policy, BasePolicy):
-                raise LiberoError(f"rollouts in the workers need a BasePolicy, got {type(policy).__name__}")
-            if recorder is not None:
-                raise LiberoError("rollouts in the workers cannot be recorded: make the evaluator with "
-                                  "policy_in_workers=None or False")
-        return bool(self.policy_in_workers)
+        return (self.policy_in_workers and recorder is None and isinstance(policy, BasePolicy)
+                and policy.device.type == "cpu")
 
     def _rollouts_in_workers(self, policy, jobs: list[RolloutJob], max_steps: int,
                              still_steps: int) -> list[list[Rollout]]:

@@ -198,6 +198,7 @@ def test_a_policy_in_the_workers_rolls_out_as_in_one_process(pool, smoke_envs):
     emb = np.array([0.3, -0.2, 0.1, 0.5], np.float32)
     policy = _tiny_policy(env, deterministic=True)
     assert pool._runs_in_workers(policy, None) and not pool._runs_in_workers(ReachPolicy(), None)
+    assert not pool._runs_in_workers(policy, recorder=object())  # frames are recorded here: lock-step
     with torch.no_grad():
         serial = run_rollouts(policy, env, states, emb, 3, 12)
     _same(pool.rollouts(policy, 1, states, emb, 3, 12), serial)
