@@ -44,8 +44,8 @@ from libero_ll.experts.skills import (
 
 # Changes whenever the demos it writes change (its own logic, or the scenes it acts in: 0.9 came with
 # the objects' lifted walls and multi-point convex contacts; 0.10 keeps a round wall's grasp hint
-# whenever it is clear enough).
-EXPERT_VERSION = "scripted-expert 0.10"
+# whenever it is clear enough; 0.11 lets go of a thing put into a container 1.2 cm above its floor, not 3.2).
+EXPERT_VERSION = "scripted-expert 0.11"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -551,7 +551,9 @@ class ScriptedExpert:
             xy = free_spot(region, model, others, inside=step.goal.name == "in") + jitter
         bottom = region.center[2] - region.half[2]
         if step.goal.name == "in":
-            return xy, bottom + RELEASE_CLEARANCE + 0.02
+            # As low as onto a surface: let go higher, the thing drops further than a policy that carries it
+            # a little lower than the expert has ever seen held it (docs/policies.md).
+            return xy, bottom + RELEASE_CLEARANCE
         return xy, region.center[2] + region.half[2] + RELEASE_CLEARANCE
 
     def _others_in(self, region, moved: str, owner: tuple[str, str] | None) -> list[tuple[np.ndarray, float]]:
