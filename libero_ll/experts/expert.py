@@ -551,8 +551,8 @@ class ScriptedExpert:
             xy = free_spot(region, model, others, inside=step.goal.name == "in") + jitter
         bottom = region.center[2] - region.half[2]
         if step.goal.name == "in":
-            # As onto a surface. Let go 2 cm higher (expert 0.10), no demo held the object closed below that,
-            # and a policy that carried it a little lower kept holding it there (docs/policies.md).
+            # As onto a surface. Expert 0.10 let go 2 cm higher: no demo showed the object held closed below
+            # that, and a policy that carried it a little lower kept holding it there (docs/policies.md).
             return xy, bottom + RELEASE_CLEARANCE
         return xy, region.center[2] + region.half[2] + RELEASE_CLEARANCE
 

@@ -316,8 +316,8 @@ def test_an_object_goes_to_the_middle_of_an_empty_basket(soup_env):
 
 
 def test_an_object_is_let_go_just_above_a_containers_floor(soup_env):
-    # Released higher, the soup dropped further than a policy that carries it a little lower than the
-    # expert ever held it: the policy hovered there, fingers closed (docs/policies.md).
+    # Let go 2 cm higher, no demo showed a closed hand below the release point, and a policy that carried
+    # the object a little lower than the expert hovered there with the fingers closed (docs/policies.md).
     from libero_ll.assets.categories import get_model
     from libero_ll.experts.expert import RELEASE_CLEARANCE, ScriptedExpert
 
