@@ -44,8 +44,9 @@ from libero_ll.experts.skills import (
 
 # Changes whenever the demos it writes change (its own logic, or the scenes it acts in: 0.9 came with
 # the objects' lifted walls and multi-point convex contacts; 0.10 keeps a round wall's grasp hint
-# whenever it is clear enough; 0.11 lets go of a thing put into a container 1.2 cm above its floor, not 3.2).
-EXPERT_VERSION = "scripted-expert 0.11"
+# whenever it is clear enough; 0.11 lets go of a thing put into a container 1.2 cm above its floor, not 3.2;
+# 0.12 does not grasp where the open outer finger would come down on something beside the object).
+EXPERT_VERSION = "scripted-expert 0.12"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -287,6 +288,9 @@ class ScriptedExpert:
         # direction, what the hand's housing could meet (tops reaching its bottom).
         obstacles = self._obstacles(step.obj, grasp_z)
         under_hand = [o for o in obstacles if o[4] >= grasp_z + HAND_BOTTOM_ABOVE_GRIP]
+        # What the open outer finger could come down on: not a container the object stands in (a drawer
+        # around a bowl), whose floor lies below the fingers.
+        beside = [o for o in obstacles if clearance(pos[:2], [o]) > 0.0]
         best = None
         base = np.asarray(env.arena.robot_base[:2])
         layer = find_layer(env, step.goal.args[1])
@@ -297,10 +301,16 @@ class ScriptedExpert:
             if k > 0 and np.linalg.norm(point - base) > np.linalg.norm(pos[:2] - base) + 0.01:
                 continue  # the far side of a wall is the edge of the Panda's reach
             # The hand is 20 cm wide along the closing direction: look a little beyond the pinch too.
-            outer = point + radial * 0.05 * np.sign(radial @ off)
+            outward = radial * np.sign(radial @ off)
+            outer = point + outward * 0.05
             clear = min(clearance(point, obstacles, rounded=True), clearance(outer, under_hand, rounded=True))
             score = min(clear, GRASP_CLEARANCE)
-            if k == 0 and layer is None and clear >= HINT_CLEARANCE:
+            # The open outer finger comes down beside the wall: on anything under it (a tray's wall
+            # beside a bowl), the hand stops short of the grasp and the fingers close on nothing.
+            finger_room = clearance(point + outward * FINGER_OUT, beside, rounded=True) - FINGER_RADIUS
+            if finger_room < 0.0:
+                score = finger_room
+            if k == 0 and layer is None and clear >= HINT_CLEARANCE and finger_room >= 0.0:
                 # The hint wins whenever it is clear enough: a choice by the most clearance flips
                 # between two sides of a round wall as an object moves by a centimetre, and demos
                 # that grasp a bowl on either side for the same look of the scene cannot be learnt.
@@ -638,6 +648,11 @@ GRASP_CLEARANCE = 0.05
 # The object's own grasp hint is taken whenever it has this much clearance (metres): room for the outer
 # finger and its pad beside the wall.
 HINT_CLEARANCE = 0.02
+# The open hand's outer finger, seen from above: its centre lies FINGER_OUT (metres) beyond the pinch
+# point along the closing direction (the Panda's open fingers, from the hand's centre: 4 to 6.2 cm), and
+# a disc of FINGER_RADIUS about it holds its footprint (2.1 x 2.7 cm) with a few millimetres to spare.
+FINGER_OUT = 0.051
+FINGER_RADIUS = 0.02
 
 
 def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], float]]:

@@ -341,3 +341,32 @@ def test_an_object_is_let_go_just_above_a_containers_floor(soup_env):
     region = g.site_region(step.goal.args[1])
     above = g.pos(step.obj)[2] - model.half_size[2] - (region.center[2] - region.half[2])
     assert 0.0 < above < 0.025, above
+
+
+def test_a_bowl_beside_a_tray_is_not_grasped_where_the_outer_finger_meets_the_trays_wall():
+    # The bowl's grasp hint pinches its wall on the side of the tray: the open outer finger came down on
+    # the tray's wall, the hand stopped 1.4 cm short and the fingers closed on nothing (0 of 4 episodes).
+    from libero_ll.data.collect import demo_seed
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.experts.expert import FINGER_OUT, FINGER_RADIUS, ScriptedExpert, clearance
+    from libero_ll.experts.skills import footprints
+    from libero_ll.tasks.registry import get_suite
+
+    task = next(t for t in get_suite("libero_90") if t.name.startswith("LIVING_ROOM_SCENE4_stack_the_left_bowl"))
+    env = LiberoEnv(task.file, EnvConfig(render=False, robot_mesh="collision"))
+    try:
+        seed = demo_seed(task.name, 0, 0, seed=0)
+        env.reset(seed=seed)
+        expert = ScriptedExpert(env, np.random.default_rng(seed))
+        queue = expert._queue
+        grasp = queue[[w[0] for w in queue].index("hold") - 1][1]
+        bowl = env.geometry.pos(expert.steps[0].obj)
+        outward = (grasp[:2] - bowl[:2]) / np.linalg.norm(grasp[:2] - bowl[:2])
+        tray = footprints(env, set(), -np.inf)["wooden_tray_1"]
+        assert clearance(grasp[:2] + outward * FINGER_OUT, [tray]) >= FINGER_RADIUS
+
+        ok, _ = run_expert_episode(env, seed=seed, max_steps=600, record=False)
+        assert ok
+    finally:
+        env.close()
+
