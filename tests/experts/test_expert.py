@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -256,22 +257,31 @@ def test_highest_top_near_a_path_counts_only_what_is_near_it():
     assert highest_top_near([far], a, b, 0.06) == -np.inf
 
 
-def test_open_hand_passes_over_a_tall_neighbour_and_comes_down_straight():
-    """On the floor, the cream cheese stands between tall bottles: the hand goes over, not through them."""
-    import numpy as np
-
-    from libero_ll.assets.categories import get_model
+@contextmanager
+def _expert_for_first_demo(suite: str, prefix: str):
+    """The environment of the suite's task whose name starts with `prefix`, reset as demo 0 (collection
+    seed 0) starts, the expert for that episode, and the episode's seed; the environment is closed after."""
     from libero_ll.data.collect import demo_seed
     from libero_ll.envs.env import EnvConfig, LiberoEnv
-    from libero_ll.experts.expert import TRANSIT_CLEARANCE, ScriptedExpert
+    from libero_ll.experts.expert import ScriptedExpert
     from libero_ll.tasks.registry import get_suite
 
-    task = next(t for t in get_suite("libero_object") if t.name.startswith("pick_up_the_cream_cheese"))
+    task = next(t for t in get_suite(suite) if t.name.startswith(prefix))
     env = LiberoEnv(task.file, EnvConfig(render=False, robot_mesh="collision"))
     try:
         seed = demo_seed(task.name, 0, 0, seed=0)
         env.reset(seed=seed)
-        expert = ScriptedExpert(env, np.random.default_rng(seed))
+        yield env, ScriptedExpert(env, np.random.default_rng(seed)), seed
+    finally:
+        env.close()
+
+
+def test_open_hand_passes_over_a_tall_neighbour_and_comes_down_straight():
+    """On the floor, the cream cheese stands between tall bottles: the hand goes over, not through them."""
+    from libero_ll.assets.categories import get_model
+    from libero_ll.experts.expert import TRANSIT_CLEARANCE
+
+    with _expert_for_first_demo("libero_object", "pick_up_the_cream_cheese") as (env, expert, _):
         ketchup_top = env.geometry.pos("ketchup_1")[2] + get_model("ketchup").half_size[2]
         moves = [w for w in expert._queue if w[0] == "move"]
         across, approach, grasp = moves[-7], moves[-6], moves[-5]
@@ -279,8 +289,6 @@ def test_open_hand_passes_over_a_tall_neighbour_and_comes_down_straight():
         np.testing.assert_allclose(across[1][:2], approach[1][:2])  # straight down from there
         np.testing.assert_allclose(approach[1][:2], grasp[1][:2])
         assert approach[1][2] < across[1][2]
-    finally:
-        env.close()
 
 
 def test_carry_turn_goes_the_way_round_that_keeps_the_wrist_in_range():
@@ -346,18 +354,10 @@ def test_an_object_is_let_go_just_above_a_containers_floor(soup_env):
 def test_a_bowl_beside_a_tray_is_not_grasped_where_the_outer_finger_meets_the_trays_wall():
     # The bowl's grasp hint pinches its wall on the side of the tray: the open outer finger came down on
     # the tray's wall, the hand stopped 1.4 cm short and the fingers closed on nothing (0 of 4 episodes).
-    from libero_ll.data.collect import demo_seed
-    from libero_ll.envs.env import EnvConfig, LiberoEnv
-    from libero_ll.experts.expert import FINGER_OUT, FINGER_RADIUS, ScriptedExpert, clearance
+    from libero_ll.experts.expert import FINGER_OUT, FINGER_RADIUS, clearance
     from libero_ll.experts.skills import footprints
-    from libero_ll.tasks.registry import get_suite
 
-    task = next(t for t in get_suite("libero_90") if t.name.startswith("LIVING_ROOM_SCENE4_stack_the_left_bowl"))
-    env = LiberoEnv(task.file, EnvConfig(render=False, robot_mesh="collision"))
-    try:
-        seed = demo_seed(task.name, 0, 0, seed=0)
-        env.reset(seed=seed)
-        expert = ScriptedExpert(env, np.random.default_rng(seed))
+    with _expert_for_first_demo("libero_90", "LIVING_ROOM_SCENE4_stack_the_left_bowl") as (env, expert, seed):
         queue = expert._queue
         grasp = queue[[w[0] for w in queue].index("hold") - 1][1]
         bowl = env.geometry.pos(expert.steps[0].obj)
@@ -367,6 +367,3 @@ def test_a_bowl_beside_a_tray_is_not_grasped_where_the_outer_finger_meets_the_tr
 
         ok, _ = run_expert_episode(env, seed=seed, max_steps=600, record=False)
         assert ok
-    finally:
-        env.close()
-
