@@ -100,7 +100,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     Steps: embed instructions, build the policy (optionally from `init_from`), collect missing demos with the
     expert, then for each stage of the learner (one task per stage, or all tasks for MTL): evaluate at
     epoch 0, train `train.epochs` epochs evaluating every `eval.every`, restore the best checkpoint (earliest
-    on ties), let the learner finish the stage (`end_task`, then its post-task epochs), evaluate earlier
+    on ties; the log and the checkpoint's "epoch" say which), let the learner finish the stage (`end_task`, then its post-task epochs), evaluate earlier
     tasks. After every epoch the whole training state is written atomically to RUN_DIR/resume.pt, so a run
     killed at any moment continues from its last completed epoch; on CPU the result equals an uninterrupted
     run's. The success tensor is saved after every evaluation, resources.json after every stage, and
@@ -307,11 +307,13 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                 # The kept policy: the best checkpoint, then whatever the learner does at the end of a stage.
                 policy.load_state_dict(best_state)
                 learner.end_average()
+                kept_epoch = tensor.eval_epochs[stage[0]][best_index]
+                log(_kept_line(s, kept_epoch, best))
                 ckpt = f"task{stage[0]:02d}_best.pt" if len(stage) == 1 else "all_tasks_best.pt"
                 atomic_torch_save(
                     {
                         "policy": best_state, "tasks": list(stage), "task_names": [names[j] for j in stage],
-                        "success": best, "policy_name": str(cfg.policy.name),
+                        "success": best, "epoch": int(kept_epoch), "policy_name": str(cfg.policy.name),
                         "config": OmegaConf.to_container(cfg),
                     },
                     run_dir / "checkpoints" / ckpt,
@@ -426,6 +428,14 @@ def evaluate_tasks(tasks: list[int], when: tuple[int, ...], cfg, policy, learner
             else:
                 scores.append(evaluate_task(policy, envs[j], *args))
     return scores
+
+
+def _kept_line(stage: int, epoch: int, success: float) -> str:
+    """The log line that says which evaluated weights a stage keeps (the best; the earliest on ties)."""
+    if epoch == 0:
+        return (f"stage {stage + 1}: kept the weights the stage began with (epoch 0, success {success:.2f}): "
+                f"no evaluation after training did better, so this stage's training is not in the kept policy")
+    return f"stage {stage + 1}: kept the weights of epoch {epoch} (success {success:.2f})"
 
 
 def _fmt(scores: list[float]) -> str:
