@@ -44,6 +44,10 @@ class PolicyConfig:
     augment_shift: bool = True
     # Largest shift in pixels (replicate padding).
     shift_pad: int = 4
+    # Standard deviation of a random offset added to the standardised low-dim inputs in training, one offset
+    # per window and key (0: none, the paper's). The images are left true, so the policy learns to act on
+    # what it sees where the hand's reading is off (docs/policies.md).
+    lowdim_noise: float = 0.0
     # Colour jitter of training images (per window).
     augment_jitter: bool = True
     # Jitter strengths: brightness, contrast, saturation.
@@ -66,6 +70,8 @@ class PolicyConfig:
             raise self.error(f"gmm_hidden widths must be at least 1, got {self.gmm_hidden}")
         if self.min_std <= 0:
             raise self.error(f"min_std must be positive, got {self.min_std}")
+        if self.lowdim_noise < 0:
+            raise self.error(f"lowdim_noise must be ≥ 0, got {self.lowdim_noise}")
         if self.shift_pad < 0:
             raise self.error(f"shift_pad must be ≥ 0, got {self.shift_pad}")
         if len(self.jitter) != 3 or min(self.jitter) < 0:

@@ -24,3 +24,26 @@ def test_standardised_inputs_and_state_dict_round_trip():
     fresh = make_policy("resnet_t", TINY, META)
     fresh.load_state_dict(policy.state_dict())
     torch.testing.assert_close(fresh.lowdim_mean_joint_states, torch.as_tensor(mean))
+
+
+def test_lowdim_noise_is_one_offset_per_window_and_key_in_training_only():
+    import pytest
+
+    from libero_ll.errors import LiberoError
+
+    policy = make_policy("resnet_t", {**TINY, "lowdim_noise": 0.5}, META)
+    x = torch.zeros(64, 3, 7)
+    obs = {"joint_states": x, "gripper_states": torch.zeros(64, 3, 2)}
+    policy.train()
+    torch.manual_seed(0)
+    out = policy.preprocess(obs)["joint_states"]
+    # The same offset at every step of a window, a different one per window and number, of about the set size.
+    torch.testing.assert_close(out, out[:, :1].expand_as(out))
+    assert 0.35 < float(out[:, 0].std()) < 0.65
+    policy.eval()
+    torch.testing.assert_close(policy.preprocess(obs)["joint_states"], x)
+    # Off by default, and a negative size is refused with the key's name.
+    plain = make_policy("resnet_t", TINY, META).train()
+    torch.testing.assert_close(plain.preprocess(obs)["joint_states"], x)
+    with pytest.raises(LiberoError, match="lowdim_noise"):
+        make_policy("resnet_t", {**TINY, "lowdim_noise": -0.1}, META)
