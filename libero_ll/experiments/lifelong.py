@@ -100,10 +100,10 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     Steps: embed instructions, build the policy (optionally from `init_from`), collect missing demos with the
     expert, then for each stage of the learner (one task per stage, or all tasks for MTL): evaluate at
     epoch 0, train `train.epochs` epochs evaluating every `eval.every`, restore the best checkpoint (earliest
-    on ties; the log and the checkpoint's "epoch" say which), let the learner finish the stage (`end_task`, then its post-task epochs), evaluate earlier
-    tasks. After every epoch the whole training state is written atomically to RUN_DIR/resume.pt, so a run
-    killed at any moment continues from its last completed epoch; on CPU the result equals an uninterrupted
-    run's. The success tensor is saved after every evaluation, resources.json after every stage, and
+    on ties; the log and the checkpoint's "epoch" say which), let the learner finish the stage (`end_task`,
+    then its post-task epochs), evaluate earlier tasks. After every epoch the whole training state is written
+    atomically to RUN_DIR/resume.pt, so a run killed at any moment continues from its last completed epoch; on
+    CPU the result equals an uninterrupted run's. The success tensor is saved after every evaluation, resources.json after every stage, and
     TensorBoard scalars (loss, lr, success per task) go to RUN_DIR/tensorboard. The tasks of one
     evaluation point are evaluated together when that can be (see `evaluate_tasks`).
 

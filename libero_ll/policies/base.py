@@ -156,7 +156,7 @@ class BasePolicy(nn.Module):
                 raise LiberoError(f"observation lacks low-dim key {key!r} (has {sorted(obs)})")
             x = torch.as_tensor(obs[key]).to(device, torch.float32)
             x = (x - getattr(self, f"lowdim_mean_{key}")) / getattr(self, f"lowdim_std_{key}")
-            if self.training and self.cfg.lowdim_noise > 0 and x.dim() == 3:
+            if self.training and self.cfg.lowdim_noise > 0:  # one offset per window (B, 1, D)
                 x = x + self.cfg.lowdim_noise * torch.randn_like(x[:, :1])
             positions = self.cfg.lowdim_components.get(key)
             out[key] = x if positions is None else x[..., positions]

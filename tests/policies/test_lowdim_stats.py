@@ -1,8 +1,10 @@
 """Low-dim inputs are standardised with stored statistics that travel with the weights."""
 
 import numpy as np
+import pytest
 import torch
 
+from libero_ll.errors import LiberoError
 from libero_ll.policies import make_policy
 
 META = {"image_shape": (16, 16, 3), "lowdim": {"joint_states": 7, "gripper_states": 2}, "action_dim": 7, "task_emb_dim": 4}
@@ -27,10 +29,6 @@ def test_standardised_inputs_and_state_dict_round_trip():
 
 
 def test_lowdim_noise_is_one_offset_per_window_and_key_in_training_only():
-    import pytest
-
-    from libero_ll.errors import LiberoError
-
     policy = make_policy("resnet_t", {**TINY, "lowdim_noise": 0.5}, META)
     x = torch.zeros(64, 3, 7)
     obs = {"joint_states": x, "gripper_states": torch.zeros(64, 3, 2)}
