@@ -361,14 +361,16 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                 ))
             write_resources(run_dir / "resources.json", resources)
             save_state(s + 1, "start", 0)
-            log(f"stage {s + 1}/{len(stages)} {label} done in {time.time() - t0:.0f}s "
+            # A resumed stage's and run's times count from the resume, and say so.
+            since = " since resuming" if saved is not None and s == pos.stage else ""
+            log(f"stage {s + 1}/{len(stages)} {label} done in {time.time() - t0:.0f}s{since} "
                 f"(evaluation {eval_seconds - eval_before:.0f}s)")
 
         final = {"policy": policy.state_dict(), "policy_name": str(cfg.policy.name), "config": OmegaConf.to_container(cfg)}
         atomic_torch_save(final, run_dir / FINAL_POLICY)
         loop_seconds = time.time() - t_run
-        log(f"done: {len(tasks)} tasks, {global_epoch} epochs in {loop_seconds:.0f}s "
-            f"(evaluation {eval_seconds:.0f}s); results in {run_dir}")
+        log(f"done: {len(tasks)} tasks, {global_epoch} epochs in {loop_seconds:.0f}s"
+            f"{' since resuming' if saved is not None else ''} (evaluation {eval_seconds:.0f}s); results in {run_dir}")
         if timings is not None:
             timings.update(demos=demo_seconds, eval=eval_seconds, train=loop_seconds - eval_seconds,
                            total=time.time() - t_call)
@@ -647,9 +649,32 @@ def write_json(path: Path, obj) -> None:
     os.replace(tmp, path)
 
 
+# Whole-number settings outside the train section (TrainConfig checks its own): key, least value, and what
+# the value must be, as the error says it.
+COUNTS = (
+    ("seed", 0, "a non-negative integer"),
+    ("num_threads", 1, "1 or more"),
+    ("data.demos_per_task", 1, "1 or more"),
+    ("data.collect_seed", 0, "a non-negative integer"),
+    ("data.expert_max_steps", 1, "1 or more"),
+    ("data.collect_workers", 0, "0 (one per CPU core) or more"),
+    ("data.corrections_per_demo", 0, "0 (none) or more"),
+    ("env.image_size", 1, "a positive number of pixels"),
+    ("eval.every", 1, "1 or more (epochs between evaluations)"),
+    ("eval.rollouts", 1, "1 or more"),
+    ("eval.max_steps", 1, "1 or more"),
+    ("eval.init_states", 1, "1 or more"),
+    ("eval.init_seed", 0, "a non-negative integer"),
+    ("eval.workers", 0, "0 (one per CPU core) or more"),
+    ("eval.envs_per_worker", 1, "1 or more"),
+    ("eval.still_steps", 0, "0 (off) or a number of steps"),
+)
+
+
 def check_components(cfg, check_init: bool = True) -> None:
-    """Fail before any work is done when the policy, its keys, the learner or its options are unknown, or
-    when `init_from` (checked unless `check_init` is False) names nothing."""
+    """Fail before any work is done when the policy, its keys, the learner or its options are unknown, when a
+    setting is out of its range (a batch of 0, a negative seed), or when `init_from` (checked unless
+    `check_init` is False) names nothing."""
     from omegaconf import OmegaConf
 
     import libero_ll.learners  # noqa: F401  (registration)
@@ -677,20 +702,10 @@ def check_components(cfg, check_init: bool = True) -> None:
     from libero_ll.learners.base import TrainConfig
 
     TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))  # its own range checks
-    if int(cfg.eval.still_steps) < 0:
-        raise LiberoError(f"eval.still_steps must be 0 (off) or a number of steps, got {cfg.eval.still_steps}")
-    if int(cfg.eval.workers) < 0:
-        raise LiberoError(f"eval.workers must be 0 (one per CPU core) or more, got {cfg.eval.workers}")
-    if int(cfg.eval.envs_per_worker) < 1:
-        raise LiberoError(f"eval.envs_per_worker must be 1 or more, got {cfg.eval.envs_per_worker}")
-    if int(cfg.data.corrections_per_demo) < 0:
-        raise LiberoError(
-            f"data.corrections_per_demo must be 0 (none) or more, got {cfg.data.corrections_per_demo}"
-        )
-    if int(cfg.data.collect_workers) < 0:
-        raise LiberoError(
-            f"data.collect_workers must be 0 (one per CPU core) or more, got {cfg.data.collect_workers}"
-        )
+    for key, least, meaning in COUNTS:
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise LiberoError(f"{key} must be {meaning}, got {value!r}")
     suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     if check_init and cfg.init_from:
         resolve_init_from(str(cfg.init_from))

@@ -89,6 +89,17 @@ class TrainConfig:
     compile: bool | str = False
 
     def __post_init__(self) -> None:
+        for key, least in (("epochs", 0), ("batch_size", 1), ("window_stride", 1)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                kind = "a non-negative integer" if least == 0 else "a positive integer"
+                raise LiberoError(f"train.{key} must be {kind}, got {value!r}")
+        for key, positive in (("lr", True), ("min_lr", False), ("weight_decay", False), ("grad_clip", True)):
+            value = getattr(self, key)
+            number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            if not number or value < 0 or (positive and value == 0):
+                kind = "a positive number" if positive else "a non-negative number"
+                raise LiberoError(f"train.{key} must be {kind}, got {value!r}")
         if self.precision not in PRECISIONS:
             raise LiberoError(f"train.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if not isinstance(self.compile, bool) and self.compile not in COMPILE_MODES:

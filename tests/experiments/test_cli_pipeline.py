@@ -58,6 +58,39 @@ def test_unknown_config_key_is_named(capsys):
     assert "train.grasp_weight must be a positive number" in capsys.readouterr().err
 
 
+def test_settings_out_of_range_fail_before_any_work(tmp_path, capsys):
+    """Each setting out of its range is refused by name with what it must be, before a run directory or
+    a demo exists (before, a batch of 0 or a learning rate of -1 ended in a traceback from deep inside)."""
+    smoke = str(REPO / "configs" / "smoke.yaml")
+    cases = [
+        ("train.batch_size=0", "train.batch_size must be a positive integer, got 0"),
+        ("train.epochs=-1", "train.epochs must be a non-negative integer, got -1"),
+        ("train.window_stride=0", "train.window_stride must be a positive integer, got 0"),
+        ("train.lr=-1", "train.lr must be a positive number, got -1.0"),
+        ("train.lr=.nan", "train.lr must be a positive number, got nan"),
+        ("train.min_lr=-0.1", "train.min_lr must be a non-negative number, got -0.1"),
+        ("train.grad_clip=0", "train.grad_clip must be a positive number, got 0.0"),
+        ("data.demos_per_task=0", "data.demos_per_task must be 1 or more, got 0"),
+        ("env.image_size=0", "env.image_size must be a positive number of pixels, got 0"),
+        ("eval.every=0", "eval.every must be 1 or more (epochs between evaluations), got 0"),
+        ("eval.rollouts=0", "eval.rollouts must be 1 or more, got 0"),
+        ("eval.max_steps=0", "eval.max_steps must be 1 or more, got 0"),
+        ("eval.init_states=0", "eval.init_states must be 1 or more, got 0"),
+        ("seed=-3", "seed must be a non-negative integer, got -3"),
+        ("num_threads=0", "num_threads must be 1 or more, got 0"),
+    ]
+    for override, message in cases:
+        argv = ["train", smoke, override, f"output_dir={tmp_path / 'runs'}", f"data.dir={tmp_path / 'data'}"]
+        assert main(argv) == 2, override
+        assert message in capsys.readouterr().err, override
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "data").exists()
+    # Zero epochs stays allowed: it evaluates a pretrained policy on the tasks without training it.
+    from libero_ll.experiments.config import load_config
+    from libero_ll.experiments.lifelong import check_components
+
+    check_components(load_config(smoke, ["train.epochs=0"]))
+
+
 def test_render_writes_png(tmp_path, bowl_task):
     from PIL import Image
 

@@ -70,6 +70,10 @@ def test_crash_and_resume_matches_uninterrupted(learner, crash_at, workers, tmp_
     run_lifelong(cfg, log=resumed_lines.append, resume=run_dir, envs=smoke_envs)
 
     assert resumed_lines[0].startswith(f"resuming {run_dir}")
+    # The resumed call's times count from the resume, and its lines say so.
+    done = [line for line in resumed_lines if line.startswith("done: ")]
+    assert len(done) == 1 and " since resuming (evaluation " in done[0]
+    assert sum("since resuming" in line for line in resumed_lines if " done in " in line) == 1
     assert _results(run_dir) == _results(whole)
     assert _same_weights(run_dir / "final_policy.pt", whole / "final_policy.pt")
 
