@@ -103,9 +103,10 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     on ties; the log and the checkpoint's "epoch" say which), let the learner finish the stage (`end_task`,
     then its post-task epochs), evaluate earlier tasks. After every epoch the whole training state is written
     atomically to RUN_DIR/resume.pt, so a run killed at any moment continues from its last completed epoch; on
-    CPU the result equals an uninterrupted run's. The success tensor is saved after every evaluation, resources.json after every stage, and
-    TensorBoard scalars (loss, lr, success per task) go to RUN_DIR/tensorboard. The tasks of one
-    evaluation point are evaluated together when that can be (see `evaluate_tasks`).
+    CPU the result equals an uninterrupted run's. The success tensor is saved after every evaluation,
+    resources.json after every stage, and TensorBoard scalars (loss, lr, success per task) go to
+    RUN_DIR/tensorboard. The tasks of one evaluation point are evaluated together when that can be (see
+    `evaluate_tasks`).
 
     Args:
         cfg: an ExperimentConfig-shaped OmegaConf config (see `load_config`).
@@ -257,6 +258,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         # 4. the lifelong loop
         epochs, every = int(cfg.train.epochs), max(1, int(cfg.eval.every))
         t_run = time.time()
+        # A resumed call's times (of the stage it resumed in, and of the run) count from the resume.
+        since_resume = " since resuming" if saved is not None else ""
         for s in range(pos.stage, len(stages)):
             stage = stages[s]
             label = names[stage[0]] if len(stage) == 1 else f"all {len(stage)} tasks"
@@ -361,16 +364,15 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                 ))
             write_resources(run_dir / "resources.json", resources)
             save_state(s + 1, "start", 0)
-            # A resumed stage's and run's times count from the resume, and say so.
-            since = " since resuming" if saved is not None and s == pos.stage else ""
+            since = since_resume if s == pos.stage else ""
             log(f"stage {s + 1}/{len(stages)} {label} done in {time.time() - t0:.0f}s{since} "
                 f"(evaluation {eval_seconds - eval_before:.0f}s)")
 
         final = {"policy": policy.state_dict(), "policy_name": str(cfg.policy.name), "config": OmegaConf.to_container(cfg)}
         atomic_torch_save(final, run_dir / FINAL_POLICY)
         loop_seconds = time.time() - t_run
-        log(f"done: {len(tasks)} tasks, {global_epoch} epochs in {loop_seconds:.0f}s"
-            f"{' since resuming' if saved is not None else ''} (evaluation {eval_seconds:.0f}s); results in {run_dir}")
+        log(f"done: {len(tasks)} tasks, {global_epoch} epochs in {loop_seconds:.0f}s{since_resume} "
+            f"(evaluation {eval_seconds:.0f}s); results in {run_dir}")
         if timings is not None:
             timings.update(demos=demo_seconds, eval=eval_seconds, train=loop_seconds - eval_seconds,
                            total=time.time() - t_call)
