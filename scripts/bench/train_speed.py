@@ -11,10 +11,14 @@ from those demos, as training gathers them: from host memory and moved to the de
 data"), and from a copy held on the device (``train.data_on_device``; "device data").
 
 With ``--precision bf16`` and ``--compile [MODE]`` the steps run as ``train.precision`` and ``train.compile``
-say (compiling happens in the untimed warm-up steps).
+say (compiling happens in the untimed warm-up steps). ``--profile STEPS`` then profiles that many steps of
+each policy with torch's profiler: the operators that take the most device time, and on a GPU the kernels
+launched per step and the GPU's busy time per step beside the wall time (a step whose GPU is busy for much
+less than its wall time is bound by launching work, not by doing it).
 
 Usage: python scripts/bench/train_speed.py [--config configs/cpu.yaml] [--steps 30] [--batch N]
        [--policies resnet_t vit_t] [--data DIR] [--precision fp32|bf16] [--compile [MODE]]
+       [--cudnn-benchmark] [--profile STEPS]
 """
 
 from __future__ import annotations
@@ -57,11 +61,10 @@ def random_batch(policy, batch: int, size: int, task_emb_dim: int, device) -> di
     }
 
 
-def windows_per_second(policy, batch, steps: int, warmup: int = 3, precision: str = "fp32",
-                       compile_mode: bool | str = False) -> float:
-    """Windows per second of `steps` optimisation steps after `warmup` untimed ones, on one batch or on
-    the batches a callable returns (one call per step). The loss is the learners' own (`Learner.loss`), with
-    train.precision and train.compile as given; compiling happens in the untimed steps."""
+def training_step(policy, batch, precision: str = "fp32", compile_mode: bool | str = False):
+    """One optimisation step as the learners make it, as a function, and the windows in a step's batch.
+    `batch` is one batch or a callable giving one per step; the loss is the learners' own (`Learner.loss`),
+    with train.precision and train.compile as given."""
     from libero_ll.learners import TrainConfig, make_learner
     from libero_ll.learners.base import adamw
 
@@ -69,7 +72,6 @@ def windows_per_second(policy, batch, steps: int, warmup: int = 3, precision: st
     learner = make_learner("seql", policy, TrainConfig(precision=precision, compile=compile_mode), {})
     policy.train()
     next_batch = batch if callable(batch) else (lambda: batch)
-    first = next_batch()
 
     def step() -> None:
         loss = learner.loss(next_batch())
@@ -78,15 +80,59 @@ def windows_per_second(policy, batch, steps: int, warmup: int = 3, precision: st
         torch.nn.utils.clip_grad_norm_(policy.parameters(), 100.0)
         opt.step()
 
+    return step, next_batch()["actions"].shape[0]
+
+
+def synchronize(policy) -> None:
+    """Wait for the policy's device to finish its queued work (nothing to wait for on a CPU)."""
+    if next(policy.parameters()).is_cuda:
+        torch.cuda.synchronize()
+
+
+def windows_per_second(policy, batch, steps: int, warmup: int = 3, precision: str = "fp32",
+                       compile_mode: bool | str = False) -> float:
+    """Windows per second of `steps` optimisation steps after `warmup` untimed ones (`training_step`);
+    compiling happens in the untimed steps."""
+    step, batch_size = training_step(policy, batch, precision, compile_mode)
     for _ in range(warmup):
         step()
-    sync = torch.cuda.synchronize if next(policy.parameters()).is_cuda else (lambda: None)
-    sync()
+    synchronize(policy)
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
-    sync()
-    return steps * first["actions"].shape[0] / (time.perf_counter() - t0)
+    synchronize(policy)
+    return steps * batch_size / (time.perf_counter() - t0)
+
+
+def profile(policy, batch, steps: int, rows: int = 25, precision: str = "fp32",
+            compile_mode: bool | str = False) -> None:
+    """Print where `steps` optimisation steps (after 3 untimed ones) spend their time, by torch's profiler:
+    the operators taking the most time on the device (the GPU, else the CPU), and per step the number of
+    kernels launched on the GPU and the time each side was busy."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    step, _ = training_step(policy, batch, precision, compile_mode)
+    for _ in range(3):
+        step()
+    synchronize(policy)
+    cuda = next(policy.parameters()).is_cuda
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    t0 = time.perf_counter()
+    with torch_profile(activities=activities) as prof:
+        for _ in range(steps):
+            step()
+        synchronize(policy)
+    wall = (time.perf_counter() - t0) / steps
+    events = prof.key_averages()
+    key = "self_device_time_total" if cuda else "self_cpu_time_total"
+    print(events.table(sort_by=key, row_limit=rows))
+    line = f"profiled {steps} steps: {1000 * wall:.1f} ms per step (wall, profiler on)"
+    if cuda:
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        busy = sum(k.time_range.elapsed_us() for k in kernels) / steps / 1000
+        line += f"; {len(kernels) / steps:.0f} GPU kernels and {busy:.1f} ms of GPU time per step"
+    print(line, flush=True)
 
 
 def demo_batches(policy, data_dir: Path, batch_size: int, device, on_device: bool):
@@ -123,6 +169,10 @@ def main() -> None:
     p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="train.precision")
     p.add_argument("--compile", nargs="?", const=True, default=False, choices=COMPILE_MODES, metavar="MODE",
                    help="train.compile: torch.compile the loss (default mode, or MODE, e.g. reduce-overhead)")
+    p.add_argument("--cudnn-benchmark", action="store_true",
+                   help="let cuDNN time its convolution algorithms for each new shape and keep the fastest")
+    p.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                   help="after timing, profile this many steps of each policy and print where the time goes")
     a = p.parse_args()
     timing = {"precision": a.precision, "compile_mode": a.compile}
 
@@ -130,13 +180,15 @@ def main() -> None:
     from libero_ll.policies import POLICIES, make_policy
 
     cfg = load_config(a.config)
+    torch.backends.cudnn.benchmark = a.cudnn_benchmark
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     batch_size = a.batch or int(cfg.train.batch_size)
     size = int(cfg.env.image_size)
     names = a.policies or sorted(POLICIES.names())
     where = torch.cuda.get_device_name() if device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
     compiled = "" if not a.compile else f", compiled ({'default' if a.compile is True else a.compile})"
-    print(f"{a.config.name}: batch {batch_size}, {size} px, {where}, {a.precision}{compiled}")
+    tuned = ", cuDNN benchmark" if a.cudnn_benchmark else ""
+    print(f"{a.config.name}: batch {batch_size}, {size} px, {where}, {a.precision}{compiled}{tuned}")
     extra = f" {'host data':>10} {'device data':>11}" if a.data else ""
     print(f"{'policy':<12} {'params':>9} {'seq_len':>7} {'windows/s':>10} {'steps/s':>8}{extra}")
     for name in names:
@@ -157,6 +209,8 @@ def main() -> None:
             on_dev = windows_per_second(policy, demo_batches(policy, a.data, batch_size, device, True), a.steps, **timing)
             line += f" {host:>10.1f} {on_dev:>11.1f}"
         print(line, flush=True)
+        if a.profile:
+            profile(policy, batch, a.profile, **timing)
 
 
 if __name__ == "__main__":
