@@ -35,7 +35,7 @@ class ER(Learner):
             if not isinstance(opts[key], int) or opts[key] < 0:
                 raise LiberoError(f"learner er: {key} must be a non-negative integer, got {opts[key]!r}")
 
-    def observe(self, batch: dict) -> float:
+    def observe(self, batch: dict) -> torch.Tensor:
         if self.replay is None or self.opts["replay_batch_size"] == 0:
             return super().observe(batch)
         pick = self.rng.integers(len(self.replay), size=self.opts["replay_batch_size"])

@@ -58,13 +58,13 @@ class EWC(Learner):
                 total = total + (self.fisher[name] * (p - self.anchor[name]) ** 2).sum()
         return 0.5 * float(self.opts["lambda"]) * total
 
-    def observe(self, batch: dict) -> float:
+    def observe(self, batch: dict) -> torch.Tensor:
         """One step on the behaviour-cloning loss plus the penalty; returns the behaviour-cloning loss alone,
         so that losses compare across learners."""
         self._count(batch)
         bc = self.loss(batch)
         self._step(bc + self.penalty() if self.fisher else bc)
-        return float(bc.detach())
+        return bc.detach().clone()
 
     def end_task(self, k: int, data: TaskData) -> None:
         new = self.estimate_fisher(data)

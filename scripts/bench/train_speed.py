@@ -2,9 +2,10 @@
 
 Each policy is built as a preset builds it (``policy.by_name[name]`` of the config, then its ``policy.cfg``
 when the config names that policy) and trained on random windows of the preset's shape: batch size, image
-size, two cameras, the policy's own low-dim keys and window length. A step is what the learners do: the
-loss, backward, gradient clip and an AdamW step (fused where the device allows, as the learners' is). The
-device is the GPU when there is one, else the CPU with torch's default thread count.
+size, two cameras, the policy's own low-dim keys and window length. A step is a learner's own
+(`Learner.observe` with the preset's train settings): the loss, backward, gradient clip, the fused AdamW
+step, and the moving average of the weights where the preset keeps one (train.ema_decay). The device is the
+GPU when there is one, else the CPU with torch's default thread count.
 
 With ``--data DIR`` (demo files at the config's image size) each policy is also timed on batches gathered
 from those demos, as training gathers them: from host memory and moved to the device each step ("host
@@ -53,32 +54,35 @@ def random_batch(policy, batch: int, size: int, task_emb_dim: int, device) -> di
            for key in policy.image_keys}
     for key in policy.lowdim_keys:
         obs[key] = torch.randn(batch, t, LOWDIM_SIZES[key], device=device)
-    return {
+    out = {
         "obs": obs,
         "actions": torch.rand(batch, t, 7, device=device) * 2 - 1,
         "mask": torch.ones(batch, t, dtype=torch.bool, device=device),
         "task_emb": torch.randn(batch, task_emb_dim, device=device),
+        "task_id": torch.zeros(batch, dtype=torch.int64),  # on the host, as the data package gives it
     }
+    if policy.action_chunk > 1:  # the actions after each window, which a chunked policy's loss reads
+        out["next_actions"] = torch.rand(batch, policy.action_chunk - 1, 7, device=device) * 2 - 1
+        out["next_mask"] = torch.ones(batch, policy.action_chunk - 1, dtype=torch.bool, device=device)
+    return out
 
 
-def training_step(policy, batch, precision: str = "fp32", compile_mode: bool | str = False):
-    """One optimisation step as the learners make it, as a function, and the windows in a step's batch.
-    `batch` is one batch or a callable giving one per step; the loss is the learners' own (`Learner.loss`),
-    with train.precision and train.compile as given."""
-    from libero_ll.learners import TrainConfig, make_learner
-    from libero_ll.learners.base import adamw
+def training_step(policy, batch, train):
+    """One optimisation step as training makes it, as a function, and the windows in a step's batch.
 
-    opt = adamw(policy.parameters(), lr=1e-4, weight_decay=1e-4)
-    learner = make_learner("seql", policy, TrainConfig(precision=precision, compile=compile_mode), {})
+    The step is `Learner.observe` of a SeqL learner with the train settings `train` (a TrainConfig, as the
+    preset's `train` section makes it): the loss (train.precision, train.compile), backward, the gradient clip,
+    the fused AdamW step and the moving average of the weights when train.ema_decay is set. `batch` is one
+    batch or a callable giving one per step."""
+    from libero_ll.learners import make_learner
+
+    learner = make_learner("seql", policy, train, {})
+    learner.start_task(0, None)
     policy.train()
     next_batch = batch if callable(batch) else (lambda: batch)
 
     def step() -> None:
-        loss = learner.loss(next_batch())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), 100.0)
-        opt.step()
+        learner.observe(next_batch())
 
     return step, next_batch()["actions"].shape[0]
 
@@ -89,11 +93,10 @@ def synchronize(policy) -> None:
         torch.cuda.synchronize()
 
 
-def windows_per_second(policy, batch, steps: int, warmup: int = 3, precision: str = "fp32",
-                       compile_mode: bool | str = False) -> float:
-    """Windows per second of `steps` optimisation steps after `warmup` untimed ones (`training_step`);
-    compiling happens in the untimed steps."""
-    step, batch_size = training_step(policy, batch, precision, compile_mode)
+def windows_per_second(policy, batch, steps: int, train, warmup: int = 3) -> float:
+    """Windows per second of `steps` optimisation steps after `warmup` untimed ones (`training_step` with the
+    train settings `train`); compiling happens in the untimed steps."""
+    step, batch_size = training_step(policy, batch, train)
     for _ in range(warmup):
         step()
     synchronize(policy)
@@ -104,15 +107,14 @@ def windows_per_second(policy, batch, steps: int, warmup: int = 3, precision: st
     return steps * batch_size / (time.perf_counter() - t0)
 
 
-def profile(policy, batch, steps: int, rows: int = 25, precision: str = "fp32",
-            compile_mode: bool | str = False) -> None:
+def profile(policy, batch, steps: int, train, rows: int = 25) -> None:
     """Print where `steps` optimisation steps (after 3 untimed ones) spend their time, by torch's profiler:
     the operators taking the most time on the device (the GPU, else the CPU), and per step the number of
     kernels launched on the GPU and the time each side was busy."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    step, _ = training_step(policy, batch, precision, compile_mode)
+    step, _ = training_step(policy, batch, train)
     for _ in range(3):
         step()
     synchronize(policy)
@@ -153,7 +155,7 @@ def demo_batches(policy, data_dir: Path, batch_size: int, device, on_device: boo
     def draw() -> dict:
         batch = data.get_batch(rng.integers(len(data), size=batch_size))
         return {k: ({kk: vv.to(device, non_blocking=True) for kk, vv in v.items()} if isinstance(v, dict)
-                    else v.to(device, non_blocking=True)) for k, v in batch.items()}
+                    else v if k == "task_id" else v.to(device, non_blocking=True)) for k, v in batch.items()}
 
     return draw
 
@@ -174,12 +176,16 @@ def main() -> None:
     p.add_argument("--profile", type=int, default=0, metavar="STEPS",
                    help="after timing, profile this many steps of each policy and print where the time goes")
     a = p.parse_args()
-    timing = {"precision": a.precision, "compile_mode": a.compile}
+
+    from omegaconf import OmegaConf
 
     from libero_ll.experiments.config import load_config
+    from libero_ll.learners import TrainConfig
     from libero_ll.policies import POLICIES, make_policy
 
     cfg = load_config(a.config)
+    train = {**OmegaConf.to_container(cfg.train, resolve=True), "precision": a.precision, "compile": a.compile}
+    timing = {"train": TrainConfig(**train)}
     torch.backends.cudnn.benchmark = a.cudnn_benchmark
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     batch_size = a.batch or int(cfg.train.batch_size)
@@ -188,7 +194,8 @@ def main() -> None:
     where = torch.cuda.get_device_name() if device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
     compiled = "" if not a.compile else f", compiled ({'default' if a.compile is True else a.compile})"
     tuned = ", cuDNN benchmark" if a.cudnn_benchmark else ""
-    print(f"{a.config.name}: batch {batch_size}, {size} px, {where}, {a.precision}{compiled}{tuned}")
+    ema = f", weights averaged ({timing['train'].ema_decay})" if timing["train"].ema_decay else ""
+    print(f"{a.config.name}: batch {batch_size}, {size} px, {where}, {a.precision}{compiled}{tuned}{ema}")
     extra = f" {'host data':>10} {'device data':>11}" if a.data else ""
     print(f"{'policy':<12} {'params':>9} {'seq_len':>7} {'windows/s':>10} {'steps/s':>8}{extra}")
     for name in names:

@@ -43,9 +43,15 @@ def test_seql_epoch_changes_weights_and_returns_loss():
     ds = SequenceDataset([data], 4, ["agentview_rgb", "gripper_states"])
     before = [p.detach().clone() for p in policy.parameters()]
     learner.start_task(0, data)
+    steps = []
+    observe = learner.observe
+    learner.observe = lambda batch: steps.append(observe(batch)) or steps[-1]
     loss = learner.train_epoch(ds)
     assert np.isfinite(loss)
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters()))
+    # Each step's loss is a detached scalar tensor, its own copy; the epoch's loss is their mean.
+    assert len(steps) == -(-len(ds) // 4) and all(t.shape == () and not t.requires_grad for t in steps)
+    assert loss == pytest.approx(np.mean([float(t) for t in steps]), rel=1e-9)
 
 
 def _er_batch_on_task_1(train: TrainConfig, chunk: int = 1):
@@ -66,7 +72,7 @@ def _er_batch_on_task_1(train: TrainConfig, chunk: int = 1):
     policy.compute_loss = spy
     learner.start_task(1, t1)
     ds = train.dataset([t1], policy)
-    assert np.isfinite(learner.observe(ds.get_batch(np.arange(4))))
+    assert np.isfinite(float(learner.observe(ds.get_batch(np.arange(4)))))
     return learner, seen
 
 
@@ -346,7 +352,7 @@ def _one_step(train: TrainConfig, learner_name: str = "seql", options: dict | No
     batch = SequenceDataset([data], 4, ["agentview_rgb", "gripper_states"]).get_batch(np.arange(6))
     with torch.no_grad():
         reference = float(policy.compute_loss(batch))
-    return learner.observe(batch), policy, reference
+    return float(learner.observe(batch)), policy, reference
 
 
 def test_bf16_training_loss_is_close_to_float32_and_weights_stay_float32():
