@@ -144,6 +144,9 @@ class ResNetEncoderConfig(PolicyConfig):
     # First layer of the encoder: "conv" (5×5 stride-2 convolution, 3×3 stride-2 max pool) or "patch"
     # (a 4×4 stride-4 convolution; the same quarter resolution, cheaper on a CPU).
     encoder_stem: str = "conv"
+    # Hold the encoder's weights and feature maps channels-last (faster on a CPU); false keeps PyTorch's
+    # default layout, in which a GPU's GroupNorm returns its output. The same function either way.
+    encoder_channels_last: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -151,6 +154,8 @@ class ResNetEncoderConfig(PolicyConfig):
         self.require_choice("encoder_stem", ("conv", "patch"))
         self.require_choice("encoder_norm", ("batch", "group", "none"))
         self.require_choice("encoder_pool", ("avg", "spatial_softmax"))
+        if not isinstance(self.encoder_channels_last, bool):
+            raise self.error(f"encoder_channels_last must be true or false, got {self.encoder_channels_last!r}")
 
 
 @dataclass

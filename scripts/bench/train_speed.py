@@ -17,9 +17,12 @@ each policy with torch's profiler: the operators that take the most device time,
 launched per step and the GPU's busy time per step beside the wall time (a step whose GPU is busy for much
 less than its wall time is bound by launching work, not by doing it).
 
+Config overrides (``key=value``, as ``libero-ll train`` takes them) change the preset first, e.g.
+``policy.cfg.encoder_channels_last=false`` or ``train.ema_decay=0``.
+
 Usage: python scripts/bench/train_speed.py [--config configs/cpu.yaml] [--steps 30] [--batch N]
        [--policies resnet_t vit_t] [--data DIR] [--precision fp32|bf16] [--compile [MODE]]
-       [--cudnn-benchmark] [--profile STEPS]
+       [--cudnn-benchmark] [--profile STEPS] [key=value ...]
 """
 
 from __future__ import annotations
@@ -175,6 +178,7 @@ def main() -> None:
                    help="let cuDNN time its convolution algorithms for each new shape and keep the fastest")
     p.add_argument("--profile", type=int, default=0, metavar="STEPS",
                    help="after timing, profile this many steps of each policy and print where the time goes")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. train.ema_decay=0")
     a = p.parse_args()
 
     from omegaconf import OmegaConf
@@ -183,7 +187,7 @@ def main() -> None:
     from libero_ll.learners import TrainConfig
     from libero_ll.policies import POLICIES, make_policy
 
-    cfg = load_config(a.config)
+    cfg = load_config(a.config, a.overrides)
     train = {**OmegaConf.to_container(cfg.train, resolve=True), "precision": a.precision, "compile": a.compile}
     timing = {"train": TrainConfig(**train)}
     torch.backends.cudnn.benchmark = a.cudnn_benchmark
@@ -195,7 +199,8 @@ def main() -> None:
     compiled = "" if not a.compile else f", compiled ({'default' if a.compile is True else a.compile})"
     tuned = ", cuDNN benchmark" if a.cudnn_benchmark else ""
     ema = f", weights averaged ({timing['train'].ema_decay})" if timing["train"].ema_decay else ""
-    print(f"{a.config.name}: batch {batch_size}, {size} px, {where}, {a.precision}{compiled}{tuned}{ema}")
+    changed = f", {' '.join(a.overrides)}" if a.overrides else ""
+    print(f"{a.config.name}{changed}: batch {batch_size}, {size} px, {where}, {a.precision}{compiled}{tuned}{ema}")
     extra = f" {'host data':>10} {'device data':>11}" if a.data else ""
     print(f"{'policy':<12} {'params':>9} {'seq_len':>7} {'windows/s':>10} {'steps/s':>8}{extra}")
     for name in names:
@@ -221,4 +226,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from libero_ll.errors import LiberoError
+
+    try:
+        main()
+    except LiberoError as err:
+        raise SystemExit(f"train_speed: {err}") from None

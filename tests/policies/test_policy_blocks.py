@@ -30,6 +30,38 @@ def test_patch_stem_gives_the_conv_stems_resolution():
         ResNetFiLMEncoder(cond_size=5, stem="pixel")
 
 
+def test_encoder_layout_changes_the_memory_not_the_function():
+    """`encoder_channels_last: false` keeps the default layout throughout (a GPU's GroupNorm returns it) and
+    computes what the channels-last encoder computes, forward and backward."""
+    from libero_ll.policies import make_policy
+
+    torch.manual_seed(0)
+    kwargs = dict(cond_size=5, embed_size=12, width=8, num_blocks=3, num_keypoints=4)
+    last, plain = ResNetFiLMEncoder(**kwargs), ResNetFiLMEncoder(**kwargs, channels_last=False)
+    for film in last.films:
+        torch.nn.init.normal_(film.proj.weight, std=0.5)
+    plain.load_state_dict(last.state_dict())
+    assert last.stem[0].weight.is_contiguous(memory_format=torch.channels_last)
+    weight = plain.stem[0].weight
+    assert weight.is_contiguous() and not weight.is_contiguous(memory_format=torch.channels_last)
+    images, cond = torch.rand(3, 3, 32, 32), torch.randn(3, 5)
+    maps = {}
+    for name, enc in (("last", last), ("plain", plain)):
+        enc.blocks[-1].register_forward_hook(lambda m, i, o, name=name: maps.__setitem__(name, o))
+        enc(images, cond).square().sum().backward()
+    assert maps["last"].is_contiguous(memory_format=torch.channels_last) and maps["plain"].is_contiguous()
+    torch.testing.assert_close(maps["plain"], maps["last"], rtol=1e-4, atol=1e-5)
+    for (name, a), b in zip(last.named_parameters(), plain.parameters()):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-5, msg=name)
+    # The policies' key, checked.
+    meta = {"image_shape": (32, 32, 3), "lowdim": {"gripper_states": 2}, "action_dim": 7, "task_emb_dim": 4}
+    small = {"lowdim_keys": ["gripper_states"], "encoder_width": 8, "encoder_blocks": 1}
+    policy = make_policy("resnet_t", {**small, "encoder_channels_last": False}, meta)
+    assert policy.encoders["agentview_rgb"].memory_format == torch.contiguous_format
+    with pytest.raises(LiberoError, match="encoder_channels_last"):
+        make_policy("resnet_rnn", {**small, "encoder_channels_last": "no"}, meta)
+
+
 def test_film_starts_as_identity_and_conditions_after_training_starts():
     film = FiLM(3, 6)
     x = torch.randn(2, 6, 4, 4)

@@ -32,5 +32,6 @@ class ResNetTPolicy(TokenTransformerPolicy):
             pool=c.encoder_pool,
             num_keypoints=c.num_keypoints,
             stem=c.encoder_stem,
+            channels_last=c.encoder_channels_last,
             in_channels=int(self.shape_meta["image_shape"][-1]),
         )
