@@ -30,7 +30,7 @@ def cmd_evaluate(args) -> int:
         evaluation = evaluate_run(
             run_dir, checkpoint=args.checkpoint, tasks=_split(args.tasks), rollouts=args.rollouts,
             new_states=args.new_states, init_seed=args.init_seed, max_steps=args.max_steps, workers=args.workers,
-            video_dir=video, log=log,
+            video_dir=video, log=log, actions=args.actions,
         )
         path = save_evaluation(evaluation, args.out)
         results.append(evaluation.to_dict())
@@ -92,6 +92,11 @@ def register(sub) -> None:
     s.add_argument(
         "--out", metavar="FILE",
         help="write the results here (default: RUN_DIR/evaluations/<checkpoint>_<time>.json)",
+    )
+    s.add_argument(
+        "--actions", choices=["sampled", "mode"],
+        help="act on actions sampled from the policy's head (the paper's protocol) or on its most likely "
+        "component's mean (default: as the run did, policy.cfg.deterministic_eval)",
     )
     s.add_argument("--json", action="store_true", help="print the results as JSON (progress goes to stderr)")
     s.set_defaults(func=cmd_evaluate)

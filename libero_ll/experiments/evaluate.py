@@ -32,6 +32,8 @@ from libero_ll.experiments.lifelong import (
     write_json,
 )
 
+# How an evaluation may act: sampled from the action head, or its most likely component's mean.
+ACTIONS = ("sampled", "mode")
 # The seed parts of an evaluation's random streams (sampled actions), after the run's seed.
 EVALUATE_STREAM = 777_777
 # Added to the run's eval.init_seed for new initial states when no seed is given: never the run's own.
@@ -77,6 +79,8 @@ class Evaluation:
     seconds: float
     tasks: list[TaskResult]
     videos: str | None = None
+    # "sampled" (drawn from the action head) or "mode" (the mean of its most likely component).
+    actions: str = "sampled"
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -160,6 +164,7 @@ def evaluate_run(
     video_dir: str | Path | None = None,
     recorder=None,
     log: Callable[[str], None] = print,
+    actions: str | None = None,
 ) -> Evaluation:
     """Roll out a run's saved policy on its tasks.
 
@@ -180,6 +185,8 @@ def evaluate_run(
         recorder: instead of `video_dir`, any rollout recorder (``frame(task, i, obs)`` and
             ``end(task, i, success)``, task numbers from 0; see `libero_ll.evaluation.video`).
         log: receives progress lines.
+        actions: "sampled" (drawn from the policy's action head, the paper's protocol) or "mode" (the mean of
+            its most likely component); default the run's own (`policy.cfg.deterministic_eval`).
 
     Raises:
         LiberoError: what is wrong with the run directory or the arguments, before any rollout.
@@ -209,6 +216,8 @@ def evaluate_run(
             raise LiberoError(f"{what} must be 1 or more, got {value}")
     if workers is not None and int(workers) < 0:
         raise LiberoError(f"workers must be 0 (one per CPU core) or more, got {workers}")
+    if actions is not None and actions not in ACTIONS:
+        raise LiberoError(f"actions must be one of {', '.join(ACTIONS)}, got {actions!r}")
     if not (run_dir / "init_states.npz").exists() and new_states is None:
         raise LiberoError(f"{run_dir} has no init_states.npz; give new_states to sample initial states")
     n_rollouts = int(rollouts if rollouts is not None else (new_states or cfg.eval.rollouts))
@@ -223,7 +232,11 @@ def evaluate_run(
         "action_dim": 7,
         "task_emb_dim": int(embs.shape[1]),
     }
-    policy = make_policy(str(cfg.policy.name), policy_config(cfg), shape_meta)
+    keys = policy_config(cfg)
+    if actions is not None:
+        keys["deterministic_eval"] = actions == "mode"
+    policy = make_policy(str(cfg.policy.name), keys, shape_meta)
+    acting = "mode" if policy.cfg.deterministic_eval else "sampled"
     load_policy_weights(policy, weights)
     policy.to(_device("auto"))  # the GPU when there is one, whatever the run trained on
     train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
@@ -267,7 +280,8 @@ def evaluate_run(
 
             evaluator = ParallelEvaluator(task_files, env_cfg, n_workers, int(cfg.eval.envs_per_worker))
         log(f"evaluating {weights.relative_to(run_dir)} of {run_dir}: {n_rollouts} rollouts per task from {where}, "
-            f"at most {cap} steps, {n_workers} worker{'s' if n_workers > 1 else ''}")
+            f"at most {cap} steps, {n_workers} worker{'s' if n_workers > 1 else ''}, "
+            f"{'the most likely' if acting == 'mode' else 'sampled'} actions")
         threads = torch.get_num_threads()
         if evaluator is not None:
             torch.set_num_threads(1)  # the workers need the cores
@@ -299,6 +313,7 @@ def evaluate_run(
         return Evaluation(
             run_dir=str(run_dir), checkpoint=str(weights.relative_to(run_dir)), init_states=where, max_steps=cap,
             seconds=time.time() - t_start, tasks=results, videos=str(video_dir) if video_dir is not None else None,
+            actions=acting,
         )
     finally:
         if videos is not None:

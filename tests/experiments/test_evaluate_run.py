@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from libero_ll.cli import main
+from libero_ll.errors import LiberoError
 from libero_ll.experiments.evaluate import evaluate_run, wilson_interval
 from libero_ll.experiments.lifelong import run_lifelong
 
@@ -109,6 +110,33 @@ def test_stage_checkpoint_and_new_states(run_dir):
     assert not np.array_equal(first.frames[(0, 0)][0], first.frames[(0, 1)][0])
 
 
+def test_actions_sampled_or_at_the_mode_whatever_the_run_used(run_dir, tmp_path, capsys):
+    """The run acted at the head's mode (FAST); `actions` overrides that for one evaluation."""
+    own, mode, sampled, again = Frames(), Frames(), Frames(), Frames()
+    result = evaluate_run(run_dir, rollouts=2, workers=1, recorder=own, log=lambda s: None)
+    assert result.actions == "mode"
+    result = evaluate_run(run_dir, rollouts=2, workers=1, recorder=mode, log=lambda s: None, actions="mode")
+    assert result.actions == "mode"
+    assert _same(own, mode)
+    lines = []
+    result = evaluate_run(run_dir, rollouts=2, workers=1, recorder=sampled, log=lines.append, actions="sampled")
+    assert result.actions == "sampled" and "sampled actions" in lines[0]
+    # Sampled actions move the arm otherwise; the draws are seeded, so the same evaluation repeats exactly.
+    assert not _same(own, sampled)
+    evaluate_run(run_dir, rollouts=2, workers=1, recorder=again, log=lambda s: None, actions="sampled")
+    assert _same(sampled, again)
+    # The run's config is unchanged; the CLI takes the same choice and records it.
+    assert "deterministic_eval: true" in (run_dir / "config.yaml").read_text()
+    out = tmp_path / "sampled.json"
+    assert main(["evaluate", str(run_dir), "--rollouts", "1", "--workers", "1", "--actions", "sampled",
+                 "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["actions"] == "sampled"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["evaluate", str(run_dir), "--actions", "greedy"])
+    assert exit_.value.code == 2 and "invalid choice: 'greedy'" in capsys.readouterr().err
+
+
 def test_cli_writes_results_and_videos(run_dir, tmp_path, capsys):
     import av
 
@@ -167,6 +195,8 @@ def test_bad_input_is_named(run_dir, tmp_path, capsys):
         ([str(run_dir), "--tasks", "stack_the_bowls"], "'stack_the_bowls' is not one of the run's tasks: 1 put_the"),
         ([str(run_dir), "--rollouts", "0"], "rollouts must be 1 or more"),
     ]
+    with pytest.raises(LiberoError, match="actions must be one of sampled, mode, got 'greedy'"):
+        evaluate_run(run_dir, actions="greedy", log=lambda s: None)
     for args, words in cases:
         assert main(["evaluate", *args]) == 2
         err = capsys.readouterr().err
