@@ -94,7 +94,7 @@ def register(sub) -> None:
         help="write the results here (default: RUN_DIR/evaluations/<checkpoint>_<time>.json)",
     )
     s.add_argument(
-        "--actions", choices=["sampled", "mode"],
+        "--actions", metavar="sampled|mode",
         help="act on actions sampled from the policy's head (the paper's protocol) or on its most likely "
         "component's mean (default: as the run did, policy.cfg.deterministic_eval)",
     )

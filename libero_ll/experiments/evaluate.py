@@ -204,6 +204,8 @@ def evaluate_run(
 
     t_start = time.time()
     run_dir = Path(run_dir)
+    if actions is not None and actions not in ACTIONS:
+        raise LiberoError(f"actions must be one of {', '.join(ACTIONS)}, got {actions!r}")
     if not (run_dir / "config.yaml").exists():
         raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
     cfg = load_config(run_dir / "config.yaml")
@@ -216,8 +218,6 @@ def evaluate_run(
             raise LiberoError(f"{what} must be 1 or more, got {value}")
     if workers is not None and int(workers) < 0:
         raise LiberoError(f"workers must be 0 (one per CPU core) or more, got {workers}")
-    if actions is not None and actions not in ACTIONS:
-        raise LiberoError(f"actions must be one of {', '.join(ACTIONS)}, got {actions!r}")
     if not (run_dir / "init_states.npz").exists() and new_states is None:
         raise LiberoError(f"{run_dir} has no init_states.npz; give new_states to sample initial states")
     n_rollouts = int(rollouts if rollouts is not None else (new_states or cfg.eval.rollouts))
