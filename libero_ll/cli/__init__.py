@@ -55,9 +55,24 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        # A path the system refused (a folder that is not writable, a file where a folder must be, a full
+        # disk): say which, without a traceback. Where a command can, it checks its paths before any work.
+        if args.debug:
+            raise
+        print(f"error: {_os_error(e)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _os_error(e: OSError) -> str:
+    what = e.strerror or str(e)
+    if e.filename is None:
+        return what
+    where = f"{e.filename}" + (f" -> {e.filename2}" if e.filename2 is not None else "")
+    return f"{where}: {what}"
 
 
 if __name__ == "__main__":

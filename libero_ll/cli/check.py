@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from libero_ll.cli.args import SEED
+
 
 def cmd_check(args) -> int:
     import warnings
@@ -60,5 +62,5 @@ def register(sub) -> None:
     s = sub.add_parser("check", help="parse and validate task files")
     s.add_argument("files", nargs="+")
     s.add_argument("--load", action="store_true", help="also build, reset and report init/goal predicates")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=SEED, default=0, help="seed of the reset under --load (default 0)")
     s.set_defaults(func=cmd_check)

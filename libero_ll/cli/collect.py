@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from libero_ll.cli.args import output_folder
 from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
@@ -23,10 +24,13 @@ def cmd_collect(args) -> int:
     if args.tasks is not None and not args.suite:
         raise LiberoError("--tasks names tasks within a suite; give --suite too")
     if args.task and not Path(args.task).is_file():
-        raise LiberoError(f"task file {args.task} does not exist")
+        what = "is a folder, not a task file" if Path(args.task).is_dir() else "does not exist"
+        raise LiberoError(f"task file {args.task} {what}")
     tasks = suite_tasks(args.suite, args.tasks) if args.suite else [Path(args.task)]
     env_cfg = EnvConfig(image_size=args.image_size, robot_mesh=args.robot_mesh)
     out = Path(args.out) if args.out else Path("datasets") / (args.suite or "tasks")
+    if not args.dry_run:
+        output_folder(out, "--out")
     pairs = [(t, None if args.dry_run else out / f"{t.stem}.hdf5") for t in tasks]
 
     t0 = time.time()

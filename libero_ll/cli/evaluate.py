@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import sys
 
+from libero_ll.cli.args import SEED
+
 
 def cmd_evaluate(args) -> int:
     from pathlib import Path
 
+    from libero_ll.cli.args import output_file, output_folder
     from libero_ll.errors import LiberoError
     from libero_ll.experiments.evaluate import evaluate_run, save_evaluation
 
@@ -19,6 +22,14 @@ def cmd_evaluate(args) -> int:
     for run_dir in args.run_dirs:
         if not (Path(run_dir) / "config.yaml").exists():
             raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
+    # Paths to write are checked before any rollout, so that a typo does not cost the evaluation.
+    if args.out:
+        out = output_file(args.out, "--out")
+        runs = {Path(r).resolve() for r in args.run_dirs}
+        if out.exists() and runs & {out.resolve().parent, *out.resolve().parents} and not _evaluation_file(out):
+            raise LiberoError(f"--out {out} is a file of the run itself; give a new file name")
+    if args.video:
+        output_folder(args.video, "--video")
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
     # Several runs' videos go to one folder per run inside --video, named after the run (numbered when two
     # runs of different folders share a name).
@@ -40,6 +51,15 @@ def cmd_evaluate(args) -> int:
     if args.json:
         print(json.dumps(results if several else results[0], indent=2))
     return 0
+
+
+def _evaluation_file(path) -> bool:
+    """Whether `path` holds an earlier `evaluate --out` result (JSON naming a run and its tasks)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and "run_dir" in data and "tasks" in data
 
 
 def _print_table(evaluation) -> None:
@@ -82,7 +102,9 @@ def register(sub) -> None:
         help="start from N initial states sampled anew instead of the run's own (those also picked the kept "
         "epoch); --rollouts defaults to N",
     )
-    s.add_argument("--init-seed", type=int, help="seed of the new states (default: the run's eval.init_seed + 1000)")
+    s.add_argument(
+        "--init-seed", type=SEED, help="seed of the new states (default: the run's eval.init_seed + 1000)"
+    )
     s.add_argument("--max-steps", type=int, help="episode cap in policy steps (default: the run's eval.max_steps)")
     s.add_argument("--workers", type=int, help="evaluation processes, 0 for one per core (default: the run's)")
     s.add_argument(

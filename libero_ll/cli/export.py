@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from libero_ll.cli.args import at_least
 from libero_ll.errors import LiberoError
 
 # Formats a dataset can be written in; LeRobot's is the one so far.
@@ -38,11 +39,12 @@ def register(sub) -> None:
     s.add_argument("--out", required=True, help="the dataset folder to create")
     s.add_argument("--overwrite", action="store_true", help="replace --out once the new dataset is complete")
     s.add_argument(
-        "--fps", type=int, default=None, help="frames per second (default: the demos' control rate)"
+        "--fps", type=at_least(1), default=None, help="frames per second (default: the demos' control rate)"
     )
     s.add_argument("--vcodec", default="libsvtav1", help="video encoder: libsvtav1 (AV1, default) or libx264")
     s.add_argument(
-        "--crf", type=int, default=None, help="video quality, lower is better (default 30 AV1, 23 H.264)"
+        "--crf", type=at_least(0), default=None,
+        help="video quality, lower is better (default 30 AV1, 23 H.264)",
     )
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_export)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from libero_ll.cli.args import SEED, at_least, output_folder
 from libero_ll.errors import LiberoError
 
 
@@ -22,12 +23,11 @@ def cmd_generate(args) -> int:
     if bool(args.spec) == (args.random is not None):
         raise LiberoError("give a spec YAML or --random N")
     if args.random is not None:
-        if args.random < 1:
-            raise LiberoError(f"--random: expected a number of tasks >= 1, got {args.random}")
         plan = SuitePlan("random", random_requests(args.random, args.seed))
     else:
         plan = load_plan(args.spec)
     tasks = build_plan(plan)
+    output_folder(args.out, "--out")
     for t in tasks:
         for msg in crowded_starts(t.spec):
             print(f"  note: {t.name}: {msg}; resets may have to retry")
@@ -82,11 +82,13 @@ def _remove(task_file: Path) -> None:
 def register(sub) -> None:
     s = sub.add_parser("generate", help="generate task files from a suite spec (YAML) or at random")
     s.add_argument("spec", nargs="?", help="generator YAML (see docs/tasks.md)")
-    s.add_argument("--random", type=int, metavar="N", help="N random tasks from the shipped scene templates")
-    s.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
+    s.add_argument(
+        "--random", type=at_least(1), metavar="N", help="N random tasks from the shipped scene templates"
+    )
+    s.add_argument("--seed", type=SEED, default=0, help="seed of --random (default 0)")
     s.add_argument("--out", required=True, help="folder for the .bddl and .init.npz files")
     s.add_argument("--no-check", action="store_true", help="skip loading and resetting each task in the simulator")
-    s.add_argument("--resets", type=int, default=3, help="resets per task when checking (default 3)")
+    s.add_argument("--resets", type=at_least(1), default=3, help="resets per task when checking (default 3)")
     s.add_argument("--no-init-states", action="store_true", help="do not write the fixed initial states")
-    s.add_argument("--n", type=int, default=50, help="fixed initial states per task (default 50)")
+    s.add_argument("--n", type=at_least(1), default=50, help="fixed initial states per task (default 50)")
     s.set_defaults(func=cmd_generate)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from libero_ll.cli.args import SEED, at_least
 from libero_ll.errors import LiberoError
 
 
@@ -66,8 +67,8 @@ def register(sub) -> None:
     s = sub.add_parser("init-states", help="sample and store the fixed initial states of task files")
     s.add_argument("files", nargs="*", help=".bddl task files")
     s.add_argument("--suite", help="every task of a suite")
-    s.add_argument("--n", type=int, default=50, help="how many states (default 50)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--n", type=at_least(1), default=50, help="how many states (default 50)")
+    s.add_argument("--seed", type=SEED, default=0)
     s.add_argument("--overwrite", action="store_true")
     s.add_argument(
         "--libero",

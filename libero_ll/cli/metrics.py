@@ -6,6 +6,8 @@ import json
 import math
 from pathlib import Path
 
+from libero_ll.cli.args import positive_float
+
 
 def cmd_metrics(args) -> int:
     if args.all or args.reference or args.single_task:
@@ -149,5 +151,5 @@ def register(sub) -> None:
         metavar="RUN_DIR",
         help="single-task runs for Continual World's forward transfer; implies --all",
     )
-    s.add_argument("--epsilon", type=float, default=1.0, help="CE's scaling factor (default 1)")
+    s.add_argument("--epsilon", type=positive_float, default=1.0, help="CE's scaling factor (default 1)")
     s.set_defaults(func=cmd_metrics)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from libero_ll.cli.args import SEED, at_least, output_file
 from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
 
 def cmd_render(args) -> int:
     _size(args)
+    if args.gallery and args.file:
+        raise LiberoError(f"give a task file or --gallery, not both (got {args.file} and --gallery)")
+    if args.gallery or args.file:
+        output_file(args.output, "-o")
     if args.gallery:
         from libero_ll.envs.gallery import render_gallery
 
@@ -43,12 +48,14 @@ def register(sub) -> None:
     s.add_argument("file", nargs="?", help="a .bddl task file")
     s.add_argument("--gallery", action="store_true", help="one picture of every category and scene family")
     s.add_argument("-o", "--output", required=True)
-    s.add_argument("--size", type=int, default=None, help="image side, pixels (128; 192 per gallery tile)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument(
+        "--size", type=at_least(1), default=None, help="image side, pixels (128; 192 per gallery tile)"
+    )
+    s.add_argument("--seed", type=SEED, default=0)
     s.add_argument("--robot-mesh", default="visual", choices=ROBOT_MESHES)
     s.set_defaults(func=cmd_render)
 
 
 def _size(args) -> None:
     args.size_given = args.size is not None
-    args.size = args.size or 128
+    args.size = 128 if args.size is None else args.size

@@ -5,9 +5,16 @@ from __future__ import annotations
 import shlex
 import sys
 
+from libero_ll.cli.args import SEED, open_fraction, positive_float
+
 
 def cmd_report(args) -> int:
+    from pathlib import Path
+
+    from libero_ll.cli.args import output_folder
     from libero_ll.evaluation.report import generate_report
+
+    output_folder(Path(args.output).parent, "-o", shown=args.output)
 
     command = "libero-ll " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if args.show_command else None
     out = generate_report(
@@ -37,12 +44,14 @@ def register(sub) -> None:
     s.add_argument(
         "--single-task", nargs="+", metavar="RUN_DIR", help="single-task runs for Continual World's FT"
     )
-    s.add_argument("--epsilon", type=float, default=1.0, help="CE's scaling factor (default 1)")
-    s.add_argument("--confidence", type=float, default=0.9, help="bootstrap interval coverage (default 0.9)")
+    s.add_argument("--epsilon", type=positive_float, default=1.0, help="CE's scaling factor (default 1)")
     s.add_argument(
-        "--alpha", type=float, default=0.05, help="Welch's t-test significance level (default 0.05)"
+        "--confidence", type=open_fraction, default=0.9, help="bootstrap interval coverage (default 0.9)"
     )
-    s.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    s.add_argument(
+        "--alpha", type=open_fraction, default=0.05, help="Welch's t-test significance level (default 0.05)"
+    )
+    s.add_argument("--seed", type=SEED, default=0, help="seed of the bootstrap (default 0)")
     s.add_argument(
         "--no-command",
         dest="show_command",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from libero_ll.cli.args import at_least, output_file
 from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
@@ -26,6 +27,7 @@ def cmd_teleop(args) -> int:
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise LiberoError(f"{out} exists; choose another --out, or pass --overwrite to replace it")
+    output_file(out, "--out")  # checked now: the demos are written only when the session ends
     load_task(args.file)  # a bad task file fails before any window opens
     # Fails fast, before the scene is built, when pynput or a display is missing.
     device = KeyboardDevice(pos_scale=args.pos_scale, rot_scale=args.rot_scale)
@@ -111,9 +113,13 @@ def register(sub) -> None:
         default=None,
         help="episode i resets like the expert's demo i (default: random resets; each demo's seed is stored)",
     )
-    s.add_argument("--image-size", type=int, default=128, help="recorded camera images, pixels (default 128)")
+    s.add_argument(
+        "--image-size", type=at_least(1), default=128, help="recorded camera images, pixels (default 128)"
+    )
     s.add_argument("--robot-mesh", default="visual", choices=ROBOT_MESHES)
-    s.add_argument("--max-steps", type=int, default=3000, help="step cap per episode at 20 Hz (default 3000)")
+    s.add_argument(
+        "--max-steps", type=at_least(1), default=3000, help="step cap per episode at 20 Hz (default 3000)"
+    )
     s.add_argument(
         "--pos-scale",
         type=float,
@@ -127,6 +133,8 @@ def register(sub) -> None:
         help="rotation action per key press, fraction of the 0.5 rad maximum turn (default 0.3)",
     )
     s.add_argument("--no-view", action="store_true", help="no live window (the keyboard still needs one)")
-    s.add_argument("--view-size", type=int, default=320, help="side of each picture in the window (320)")
+    s.add_argument(
+        "--view-size", type=at_least(1), default=320, help="side of each picture in the window (320)"
+    )
     s.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     s.set_defaults(func=cmd_teleop)

@@ -10,8 +10,8 @@ def cmd_verify(args) -> int:
     from libero_ll.data.verify import REPLAY_TOLERANCE, verify_file
 
     tolerance = REPLAY_TOLERANCE if args.tolerance is None else args.tolerance
-    if tolerance < 0:
-        raise LiberoError(f"--tolerance must not be negative, got {tolerance}")
+    if not tolerance >= 0:  # also NaN, which no divergence would ever pass
+        raise LiberoError(f"--tolerance must be a number >= 0, got {tolerance}")
     if args.max_demos is not None and args.max_demos < 1:
         raise LiberoError(f"--max-demos must be at least 1, got {args.max_demos}")
     # Every file is opened before any replay, so that a typo fails at once.

@@ -447,7 +447,8 @@ def collect(
     for task_file, out_path in tasks:
         task_file = Path(task_file)
         if not task_file.is_file():
-            raise LiberoError(f"task file {task_file} does not exist")
+            what = "is a folder, not a task file" if task_file.is_dir() else "does not exist"
+            raise LiberoError(f"task file {task_file} {what}")
         spec = load_task(task_file)
         name = task_file.stem
         dry = out_path is None

@@ -346,6 +346,8 @@ class DemoWriter:
 
 def _open(path: str | os.PathLike) -> h5py.File:
     path = Path(path)
+    if path.is_dir():
+        raise LiberoError(f"demo file {path} is a folder, not an HDF5 file")
     if not path.is_file():
         raise LiberoError(f"demo file {path} does not exist")
     try:
@@ -427,6 +429,20 @@ def _info(path: Path, data: h5py.Group) -> DatasetInfo:
         generator=opt("generator"),
         stats={k: _plain(attrs[k]) for k in attrs.keys() if k not in LAYOUT_ATTRS},
     )
+
+
+# LIBERO names a task's demo file `<task>_demo.hdf5`; collect and the datasets here name it `<task>.hdf5`.
+LIBERO_DEMO_SUFFIX = "_demo"
+
+
+def task_demo_file(folder: str | os.PathLike, task: str) -> Path:
+    """The demo file of task `task` (a task file's stem) in a folder of demos: `<task>.hdf5`, or LIBERO's
+    `<task>_demo.hdf5` when only that one is there, so that a folder of LIBERO's own demos is read as it
+    is. When neither exists, `<task>.hdf5`: where missing demos are collected."""
+    folder = Path(folder)
+    ours = folder / f"{task}.hdf5"
+    libero = folder / f"{task}{LIBERO_DEMO_SUFFIX}.hdf5"
+    return libero if not ours.exists() and libero.exists() else ours
 
 
 def read_info(path: str | os.PathLike) -> DatasetInfo:

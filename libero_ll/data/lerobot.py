@@ -51,6 +51,8 @@ ACTION_NAMES = ["dx", "dy", "dz", "droll", "dpitch", "dyaw", "gripper"]
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 # Encoder name -> the codec name LeRobot records in info.json.
 VIDEO_CODECS = {"libsvtav1": "av1", "libx264": "h264", "h264": "h264"}
+# The CRF range each encoder accepts.
+MAX_CRF = {"libsvtav1": 63, "libx264": 51, "h264": 51}
 DEFAULT_FPS = 20
 
 
@@ -370,10 +372,21 @@ def export_lerobot(
         raise LiberoError(
             f"video codec {video.vcodec!r} is not supported; use one of {', '.join(VIDEO_CODECS)}"
         )
+    if not 0 <= video.crf <= MAX_CRF[video.vcodec]:
+        raise LiberoError(f"crf {video.crf}: {video.vcodec} takes a crf from 0 to {MAX_CRF[video.vcodec]}")
+    if fps is not None and fps < 1:
+        raise LiberoError(f"fps must be 1 or more, got {fps}")
     files = demo_files(source)
     out = Path(out)
     if out.exists() and not overwrite:
         raise LiberoError(f"{out} exists; pass --overwrite to replace it")
+    # Replacing `out` would delete the demo files being exported when they lie in it (or are it).
+    inside = [f for f in files if out.resolve() == f.resolve() or out.resolve() in f.resolve().parents]
+    if inside:
+        raise LiberoError(
+            f"{out} is or holds a demo file being exported ({inside[0]}); replacing it would delete the "
+            "demos: write the dataset to another folder"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     tasks = [task_of(f) for f in files]
     fps = fps or _fps_of(files[0])

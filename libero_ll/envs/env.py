@@ -239,6 +239,8 @@ class LiberoEnv:
             positions: instance -> world (x, y) for things that must start at a given point of
                 their region instead of a sampled one (see placement.sample_placements).
         """
+        if seed is not None and int(seed) < 0:
+            raise LiberoError(f"{self.spec.path}: a reset seed must be 0 or more, got {seed}")
         rng = np.random.default_rng(seed)
         self._reset_scene()
         layout = self._sample_placements(self.spec, self.arena, rng, positions)

@@ -58,6 +58,10 @@ def render_gallery(output: str | Path, tile: int = 192, columns: int = 7, catego
         categories: only these categories (default: all but the workspaces, which the family tiles show).
         families: add one tile per scene family, its front camera's view.
     """
+    from libero_ll.envs.gl import ensure_gl_backend
+
+    # MuJoCo fixes its GL backend when first imported: choose a headless one before that (as LiberoEnv does).
+    ensure_gl_backend()
     import mujoco
     from PIL import Image
 

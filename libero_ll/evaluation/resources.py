@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from libero_ll.data.hdf5 import task_demo_file
 from libero_ll.errors import LiberoError
 
 FILENAME = "resources.json"
@@ -247,7 +248,7 @@ def run_data_sizes(
         try:
             out.append(
                 task_data_size(
-                    folder / f"{name}.hdf5", data.get("demos_per_task"), train.get("window_stride", 1)
+                    task_demo_file(folder, name), data.get("demos_per_task"), train.get("window_stride", 1)
                 )
             )
         except LiberoError:

@@ -188,16 +188,21 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     from omegaconf.errors import OmegaConfBaseException
 
     schema = OmegaConf.structured(ExperimentConfig)
+    # The file's layers and the overrides are merged in two steps, so that an error names where the bad
+    # value came from.
     try:
         layers = _read_layers(Path(path)) if path else []
-        dotlist = OmegaConf.merge(OmegaConf.create(), *[_read_override(o) for o in overrides or []])
-        cfg = OmegaConf.merge(schema, *layers, dotlist)
+        cfg = OmegaConf.merge(schema, *layers)
     except OmegaConfBaseException as e:
         where = f"{path}: " if path else ""
         key = getattr(e, "full_key", None)
-        if key:
-            where += f"{key}: "
-        raise LiberoError(f"{where}{_first_line(e)}") from None
+        raise LiberoError(f"{where}{key + ': ' if key else ''}{_first_line(e)}") from None
+    try:
+        dotlist = OmegaConf.merge(OmegaConf.create(), *[_read_override(o) for o in overrides or []])
+        cfg = OmegaConf.merge(cfg, dotlist)
+    except OmegaConfBaseException as e:
+        key = getattr(e, "full_key", None)
+        raise LiberoError(f"override {key + ': ' if key else ''}{_first_line(e)}") from None
     except ValueError as e:
         raise LiberoError(f"bad override: {e}") from None
     return cfg
@@ -236,6 +241,8 @@ def _read_layers(path: Path, seen: tuple = ()) -> list:
         cfg = OmegaConf.load(path)
     except Exception as e:  # noqa: BLE001 - YAML errors come in many types
         raise LiberoError(f"{path}: not valid YAML: {_first_line(e)}") from None
+    if not cfg:
+        raise LiberoError(f"{path}: the config file is empty; start from a preset such as configs/cpu.yaml")
     layers = []
     defaults = cfg.pop("defaults", []) or []
     for d in defaults:

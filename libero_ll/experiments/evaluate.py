@@ -206,6 +206,8 @@ def evaluate_run(
     run_dir = Path(run_dir)
     if actions is not None and actions not in ACTIONS:
         raise LiberoError(f"actions must be one of {', '.join(ACTIONS)}, got {actions!r}")
+    if init_seed is not None and int(init_seed) < 0:
+        raise LiberoError(f"init_seed must be 0 or more, got {init_seed}")
     if not (run_dir / "config.yaml").exists():
         raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
     cfg = load_config(run_dir / "config.yaml")

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from libero_ll.data.hdf5 import LOWDIM_SIZES
+from libero_ll.data.hdf5 import LOWDIM_SIZES, task_demo_file
 from libero_ll.errors import LiberoError
 from libero_ll.experiments.checkpoint import (
     FINAL_POLICY,
@@ -515,7 +515,7 @@ def collect_missing_demos(cfg, tasks: list[Path], env_cfg, log: Callable[[str], 
 
     data_dir = Path(cfg.data.dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    missing = [(t, data_dir / f"{t.stem}.hdf5") for t in tasks if not (data_dir / f"{t.stem}.hdf5").exists()]
+    missing = [(t, f) for t in tasks if not (f := task_demo_file(data_dir, t.stem)).exists()]
     if missing:
         t0 = time.time()
         stats = collect(
@@ -541,7 +541,7 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
     check_demo_images(cfg, tasks)
     obs_keys = policy.image_keys + policy.lowdim_keys
     data = [
-        load_task_data(data_dir / f"{t.stem}.hdf5", k, embs[k], obs_keys, int(cfg.data.demos_per_task))
+        load_task_data(task_demo_file(data_dir, t.stem), k, embs[k], obs_keys, int(cfg.data.demos_per_task))
         for k, t in enumerate(tasks)
     ]
     if int(cfg.data.corrections_per_demo) > 0:
@@ -558,7 +558,7 @@ def stale_demo_notes(data_dir: Path, tasks: list[Path]) -> list[str]:
 
     notes = []
     for t in tasks:
-        path = data_dir / f"{t.stem}.hdf5"
+        path = task_demo_file(data_dir, t.stem)
         info = read_info(path)
         made_by = info.generator or ""
         if not made_by.startswith("scripted-expert"):
@@ -583,7 +583,7 @@ def _add_corrections(cfg, tasks: list[Path], data: list, embs, obs_keys, log) ->
     settings = CorrectionSettings(
         int(data_cfg.corrections_per_demo), int(data_cfg.collect_seed), int(data_cfg.demos_per_task)
     )
-    files = [Path(cfg.data.dir) / f"{t.stem}.hdf5" for t in tasks]
+    files = [task_demo_file(cfg.data.dir, t.stem) for t in tasks]
     t0 = time.time()
     made = ensure_corrections(files, settings, resolve_workers(int(cfg.data.collect_workers), len(files)))
     for t, m in zip(tasks, made):
@@ -606,7 +606,7 @@ def check_demo_images(cfg, tasks: list[Path]) -> None:
     from libero_ll.data.hdf5 import image_size
 
     for t in tasks:
-        path = Path(cfg.data.dir) / f"{t.stem}.hdf5"
+        path = task_demo_file(cfg.data.dir, t.stem)
         have = image_size(path)
         if have is not None and have != int(cfg.env.image_size):
             raise LiberoError(
@@ -708,7 +708,16 @@ def check_components(cfg, check_init: bool = True) -> None:
         value = OmegaConf.select(cfg, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise LiberoError(f"{key} must be {meaning}, got {value!r}")
+    if cfg.tasks is not None and len(cfg.tasks) == 0:
+        raise LiberoError("tasks is an empty list: name at least one task, or leave tasks out for the whole suite")
     suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
+    for key in ("data.dir", "output_dir"):
+        path = Path(str(OmegaConf.select(cfg, key)))
+        for above in (path, *path.parents):
+            if above.exists():
+                if not above.is_dir():
+                    raise LiberoError(f"{key} {path}: {above} is a file, not a folder")
+                break
     if check_init and cfg.init_from:
         resolve_init_from(str(cfg.init_from))
 

@@ -163,6 +163,34 @@ def _steps(goal, where: str) -> list[tuple[str, object]]:
     return out
 
 
+def _list(data: dict, key: str, where: str, example: str) -> list:
+    """The list under `key` (empty when absent); a LiberoError naming the key when it is something else."""
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise LiberoError(f"{where}{key}: expected a list such as {example}, got {value!r}")
+    return value
+
+
+def _mapping(data: dict, key: str, where: str, example: str) -> dict | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, dict):
+        raise LiberoError(f"{where}{key}: expected a mapping such as {example}, got {value!r}")
+    return value
+
+
+def _task_name(value, where: str) -> str | None:
+    """A task name as given in a spec: it names the task's file, so it is one plain file name."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or value.startswith(".") or any(c in value for c in "/\\"):
+        raise LiberoError(
+            f"{where}name: expected a plain name (the file <name>.bddl, no folders), got {value!r}"
+        )
+    return value
+
+
 def parse_plan(data, where: str = "") -> SuitePlan:
     """A SuitePlan from a generator YAML mapping; LiberoError naming any unknown key, scene or behaviour."""
     from libero_ll.assets.categories import CATEGORIES
@@ -174,9 +202,10 @@ def parse_plan(data, where: str = "") -> SuitePlan:
             raise LiberoError(f"{where}unknown key {key!r}; known: {', '.join(_SPEC_KEYS)}")
     if "scene" in data and "scenes" in data:
         raise LiberoError(f"{where}give 'scene' or 'scenes', not both")
-    scenes = [_scene_ref(s, where) for s in (data.get("scenes") or ([data["scene"]] if "scene" in data else []))]
+    listed = _list(data, "scenes", where, "[KITCHEN_SCENE1, KITCHEN_SCENE2]")
+    scenes = [_scene_ref(s, where) for s in (listed or ([data["scene"]] if "scene" in data else []))]
     plan = SuitePlan(str(data.get("suite", "generated")))
-    for i, task in enumerate(data.get("tasks") or []):
+    for i, task in enumerate(_list(data, "tasks", where, "[{goal: [{turn_on: flat_stove_1}]}]")):
         at = f"{where}tasks[{i}]: "
         if not isinstance(task, dict):
             raise LiberoError(f"{at}a task is a mapping (keys: {', '.join(_TASK_KEYS)})")
@@ -185,7 +214,9 @@ def parse_plan(data, where: str = "") -> SuitePlan:
                 raise LiberoError(f"{at}unknown key {key!r}; known: {', '.join(_TASK_KEYS)}")
         if "goal" not in task:
             raise LiberoError(f"{at}missing key 'goal'")
-        name = task.get("name")
+        name = _task_name(task.get("name"), at)
+        if task.get("language") is not None and not isinstance(task["language"], str):
+            raise LiberoError(f"{at}language: expected a sentence, got {task['language']!r}")
         if "scene" in task:
             scene = _scene_ref(task["scene"], at)
         else:
@@ -197,23 +228,32 @@ def parse_plan(data, where: str = "") -> SuitePlan:
                 scene = scenes[0]
             else:
                 raise LiberoError(f"{at}say which scene the task uses ('scene' here or one 'scene' for the file)")
-        scene = scene.with_changes(task.get("place"), task.get("remove"), task.get("joints"), where=at)
+        scene = scene.with_changes(
+            _mapping(task, "place", at, "{moka_pot_1: {at: [0.0, -0.2]}}"),
+            _list(task, "remove", at, "[moka_pot_1]"),
+            _mapping(task, "joints", at, "{flat_stove_1: off}"),
+            where=at,
+        )
         req = TaskRequest(scene, _steps(task["goal"], at), name, task.get("language"), at)
         build_task(req)  # a bad argument or instance is reported now, naming the task
         plan.requests.append(req)
     count = data.get("count", 0)
-    if not isinstance(count, int) or count < 0:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise LiberoError(f"{where}count: expected a whole number >= 0, got {count!r}")
     if count:
-        behaviours = data.get("behaviours")
+        behaviours = _list(data, "behaviours", where, "[put_on, turn_on]")
+        behaviours = behaviours if data.get("behaviours") is not None else None  # None: every behaviour
         for b in behaviours or []:
             if b not in BEHAVIOURS:
                 raise LiberoError(f"{where}behaviours: unknown behaviour {b!r}; known: {', '.join(BEHAVIOURS.names())}")
-        categories = data.get("objects")
+        categories = None if data.get("objects") is None else _list(data, "objects", where, "[moka_pot]")
         for c in categories or []:
             if c not in CATEGORIES:
                 raise LiberoError(f"{where}objects: unknown category {c!r}; known: {', '.join(CATEGORIES.names())}")
-        plan.requests += random_requests(count, int(data.get("seed", 0)), scenes or None, behaviours, categories)
+        seed = data.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise LiberoError(f"{where}seed: expected a whole number >= 0, got {seed!r}")
+        plan.requests += random_requests(count, seed, scenes or None, behaviours, categories)
     elif "behaviours" in data or "objects" in data:
         raise LiberoError(f"{where}'behaviours' and 'objects' choose random tasks: give 'count' too")
     if not plan.requests:
@@ -381,6 +421,8 @@ def random_requests(count: int, seed: int = 0, scenes: list[SceneTemplate] | Non
     Raises:
         LiberoError: fewer distinct tasks exist than asked for.
     """
+    if not isinstance(seed, int) or seed < 0:
+        raise LiberoError(f"the seed of random tasks must be a whole number >= 0, got {seed!r}")
     if scenes is None:
         scenes = [load_scene(n) for n in scene_names()]
     pool: list[tuple[SceneTemplate, list]] = []

@@ -44,6 +44,7 @@ def device_name(cfg) -> str:
 
 
 def run(config: Path, task: str | None, overrides: list[str]) -> None:
+    from libero_ll.data.hdf5 import task_demo_file
     from libero_ll.errors import LiberoError
     from libero_ll.experiments.config import load_config
     from libero_ll.experiments.lifelong import resolve_workers, run_lifelong, suite_tasks
@@ -56,7 +57,7 @@ def run(config: Path, task: str | None, overrides: list[str]) -> None:
     suite_tasks(cfg.suite, [task])  # an unknown name fails here, naming the known ones
     cfg.tasks = [task]
 
-    demo_file = Path(cfg.data.dir) / f"{task}.hdf5"
+    demo_file = task_demo_file(cfg.data.dir, task)
     demos = "loaded" if demo_file.exists() else "collected and loaded"
     epochs, every, rollouts = int(cfg.train.epochs), int(cfg.eval.every), int(cfg.eval.rollouts)
     workers = resolve_workers(int(cfg.eval.workers), rollouts)

@@ -160,6 +160,31 @@ def test_cli_refuses_to_overwrite_and_replaces_only_when_asked(demo_dir, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
 
 
+def test_overwrite_never_replaces_the_demos_being_exported(demo_dir, tmp_path):
+    # `export DIR --out DIR --overwrite` replaced the demo folder with the dataset: the demos were gone.
+    import shutil
+
+    demos = tmp_path / "demos"
+    shutil.copytree(demo_dir, demos)
+    before = sorted(p.name for p in demos.iterdir())
+    for out in (demos, demos / "bowl.hdf5", tmp_path):
+        source = demos / "bowl.hdf5" if out.name == "bowl.hdf5" else demos
+        with pytest.raises(LiberoError, match="is or holds a demo file being exported"):
+            export_lerobot(source, out, overwrite=True)
+    assert sorted(p.name for p in demos.iterdir()) == before
+    assert len(read_demos(demos / "bowl.hdf5")) == 2
+
+
+def test_video_settings_out_of_range_are_refused_before_writing(demo_dir, tmp_path):
+    from libero_ll.data.lerobot import VideoOptions
+
+    with pytest.raises(LiberoError, match="libsvtav1 takes a crf from 0 to 63"):
+        export_lerobot(demo_dir, tmp_path / "o", video=VideoOptions(crf=99))
+    with pytest.raises(LiberoError, match="fps must be 1 or more"):
+        export_lerobot(demo_dir, tmp_path / "o", fps=-3)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_folder_without_demos_is_a_clear_error(tmp_path):
     with pytest.raises(LiberoError, match="no demo files"):
         export_lerobot(tmp_path, tmp_path / "out")

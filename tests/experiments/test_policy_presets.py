@@ -40,3 +40,30 @@ def test_an_override_whose_value_is_not_yaml_is_named():
     for bad, problem in (("train.epochs", "there is no '='"), ("=5", "the key is missing")):
         with pytest.raises(LiberoError, match=f"override '{re.escape(bad)}': expected key=value.*{problem}"):
             load_config(CONFIGS / "cpu.yaml", [bad])
+
+
+def test_a_bad_override_is_named_as_an_override_and_a_bad_file_value_by_its_file(tmp_path):
+    with pytest.raises(LiberoError, match=r"^override data\.dir: .*None"):
+        load_config(CONFIGS / "cpu.yaml", ["data.dir="])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train:\n  epochs: many\n")
+    with pytest.raises(LiberoError, match=rf"^{re.escape(str(bad))}: train\.epochs: "):
+        load_config(bad, ["seed=3"])
+
+
+def test_an_empty_config_file_is_refused_not_run_with_the_defaults(tmp_path):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    with pytest.raises(LiberoError, match="empty.yaml: the config file is empty"):
+        load_config(empty)
+
+
+def test_an_empty_task_list_and_files_in_place_of_folders_are_refused(tmp_path):
+    with pytest.raises(LiberoError, match="tasks is an empty list"):
+        check_components(load_config(CONFIGS / "smoke.yaml", ["tasks=[]"]))
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for key, value in (("data.dir", afile), ("output_dir", afile / "runs")):
+        cfg = load_config(CONFIGS / "smoke.yaml", [f"{key}={value}"])
+        with pytest.raises(LiberoError, match=rf"{key} {re.escape(str(value))}: {re.escape(str(afile))} is a file"):
+            check_components(cfg)

@@ -122,6 +122,41 @@ def test_bad_specs_name_what_is_wrong(data, needle):
         parse_plan(data)
 
 
+_STOVE = [{"turn_on": "flat_stove_1"}]
+
+
+@pytest.mark.parametrize(
+    "data, needle",
+    [
+        # Each of these was a TypeError or ValueError traceback, or a message about one letter of a string.
+        ({"scene": "KITCHEN_SCENE3", "tasks": 5}, "tasks: expected a list"),
+        ({"scenes": "KITCHEN_SCENE3", "count": 1}, "scenes: expected a list"),
+        ({"scene": "KITCHEN_SCENE3", "count": 1, "behaviours": "put_on"}, "behaviours: expected a list"),
+        ({"scene": "KITCHEN_SCENE3", "count": 1, "objects": "moka_pot"}, "objects: expected a list"),
+        ({"scene": "KITCHEN_SCENE3", "count": 1, "seed": "abc"}, "seed: expected a whole number >= 0"),
+        ({"scene": "KITCHEN_SCENE3", "count": 1, "seed": -1}, "seed: expected a whole number >= 0"),
+        ({"scene": "KITCHEN_SCENE3", "count": True}, "count: expected a whole number >= 0"),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "language": ["x"]}]},
+         "language: expected a sentence"),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "place": [1, 2]}]},
+         "place: expected a mapping"),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "remove": "moka_pot_1"}]},
+         "remove: expected a list"),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "name": 5}]}, "name: expected a plain name"),
+    ],
+)
+def test_wrongly_typed_spec_values_name_their_key(data, needle):
+    with pytest.raises(LiberoError, match=needle):
+        parse_plan(data, where="spec.yaml: ")
+
+
+def test_a_task_name_cannot_write_outside_the_output_folder(tmp_path):
+    # The name becomes <out>/<name>.bddl: a name with folders in it wrote the file elsewhere.
+    data = {"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "name": "../../escaped"}]}
+    with pytest.raises(LiberoError, match="name: expected a plain name"):
+        parse_plan(data)
+
+
 def test_inline_scene_and_explicit_tasks():
     scene = {
         "name": "MY_FLOOR",
