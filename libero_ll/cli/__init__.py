@@ -14,8 +14,8 @@ from libero_ll.errors import LiberoError
 
 # Modules of the subcommands, in the order of `libero-ll --help`.
 SUBCOMMANDS = (
-    "check", "render", "init_states", "generate", "collect", "verify", "export", "teleop", "train", "sweep",
-    "evaluate", "metrics", "report",
+    "check", "render", "init_states", "generate", "collect", "verify", "export", "import_data", "teleop", "train",
+    "sweep", "evaluate", "metrics", "report",
 )
 
 

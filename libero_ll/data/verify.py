@@ -111,6 +111,10 @@ def replay_demo(env, demo: Demo, name: str = "demo", tolerance: float = REPLAY_T
     if states.ndim != 2 or len(states) != demo.num_steps:
         result.error = f"states have shape {states.shape}, expected ({demo.num_steps}, n)"
         return result
+    if states.shape[1] == 0 or np.asarray(demo.init_state).size == 0:
+        # Imported demos (`libero-ll import`) hold observations and actions only.
+        result.error = "holds no simulator states (imported from another tool's dataset): nothing to replay"
+        return result
     try:
         env.reset_to(demo.init_state)
         mask = _position_mask(env)

@@ -1,0 +1,56 @@
+"""`libero-ll import`: another tool's dataset (LeRobot's) in as demo files, one per task."""
+
+from __future__ import annotations
+
+# Formats a dataset can be read from; LeRobot's is the one so far.
+FORMATS = ("lerobot",)
+
+
+def cmd_import(args) -> int:
+    from libero_ll.cli.args import output_folder
+    from libero_ll.data.lerobot_import import import_lerobot
+    from libero_ll.errors import LiberoError
+    from libero_ll.experiments.lifelong import suite_tasks
+
+    if bool(args.agentview) != bool(args.wrist):
+        raise LiberoError("name both cameras (--agentview FEATURE --wrist FEATURE) or neither")
+    output_folder(args.out, "--out")
+    cameras = {"agentview_rgb": args.agentview, "eye_in_hand_rgb": args.wrist} if args.agentview else None
+    s = import_lerobot(
+        args.dataset,
+        args.out,
+        task_files=suite_tasks(args.suite) if args.suite else None,
+        turn_images=args.turn_images,
+        cameras=cameras,
+        overwrite=args.overwrite,
+        progress=not args.quiet,
+    )
+    for task, path in s.files.items():
+        print(f"  {path.name}: {task}")
+    print(
+        f"{s.path}: {s.episodes} episodes, {s.frames} frames of a LeRobot dataset ({s.version}) in "
+        f"{len(s.files)} demo files, {s.seconds:.1f} s"
+    )
+    return 0
+
+
+def register(sub) -> None:
+    s = sub.add_parser("import", help="read a LeRobot dataset into demo files, one per task")
+    s.add_argument("dataset", help="the dataset's folder (holding meta/info.json)")
+    s.add_argument("--format", default="lerobot", choices=FORMATS, help="input format: lerobot (v2.0 to v3.0)")
+    s.add_argument("--out", required=True, help="folder for the demo files (<task>.hdf5)")
+    s.add_argument(
+        "--suite",
+        help="name each file after the task of this suite (a name or a folder of .bddl files) whose instruction "
+        "is the episode's task (default: a file name made from the instruction)",
+    )
+    s.add_argument(
+        "--turn-images",
+        action="store_true",
+        help="turn the frames by 180 degrees (LeRobot's own LIBERO datasets hold them so)",
+    )
+    s.add_argument("--agentview", metavar="FEATURE", help="the dataset's feature of the agentview camera")
+    s.add_argument("--wrist", metavar="FEATURE", help="the dataset's feature of the wrist camera")
+    s.add_argument("--overwrite", action="store_true", help="replace demo files already in --out")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_import)

@@ -1,0 +1,430 @@
+"""LeRobot datasets in as demo files (one HDF5 file per task), so that `libero-ll train` learns from them.
+
+Reads LeRobot's on-disk formats v3.0 (many episodes per parquet and mp4 file, ``meta/episodes/``) and
+v2.0/v2.1 (one parquet file per episode, ``meta/episodes.jsonl``), with camera frames stored as video or
+as images inside the parquet files. The features are those of LeRobot's LIBERO datasets (and of
+`libero-ll export`): two cameras, an 8-number state (hand position, axis-angle, two fingers), optional
+joint positions, and 7-number actions. See docs/interop.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from libero_ll.data.hdf5 import Demo, DemoWriter
+from libero_ll.data.lerobot import CAMERAS, JOINTS_KEY, STATE_KEY
+from libero_ll.errors import LiberoError
+
+VERSIONS = ("v2.0", "v2.1", "v3.0")
+GENERATOR = "lerobot import"
+# Other names the same features go by in LIBERO datasets converted for LeRobot.
+STATE_NAMES = (STATE_KEY, "state", "observation.states")
+ACTION_NAMES = ("action", "actions")
+JOINTS_NAMES = (JOINTS_KEY, "joint_states", "observation.joint_state")
+# Camera feature names read as the agentview and the wrist camera without being told.
+KNOWN_CAMERAS = {
+    **{feature: key for key, feature in CAMERAS.items()},
+    "observation.images.agentview": "agentview_rgb",
+    "observation.images.agentview_image": "agentview_rgb",
+    "observation.images.wrist_image": "eye_in_hand_rgb",
+    "observation.images.eye_in_hand": "eye_in_hand_rgb",
+    "image": "agentview_rgb",
+    "wrist_image": "eye_in_hand_rgb",
+}
+# v2's path templates, when info.json lacks them.
+V2_DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
+V2_VIDEO_PATH = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
+
+
+@dataclass
+class ImportSummary:
+    """What was imported: the folder, counts, each task's file and the seconds taken."""
+
+    path: Path
+    version: str
+    episodes: int
+    frames: int
+    files: dict[str, Path] = field(default_factory=dict)  # instruction -> demo file
+    seconds: float = 0.0
+
+
+def import_lerobot(
+    source: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    task_files: Sequence[str | os.PathLike] | None = None,
+    turn_images: bool = False,
+    cameras: dict[str, str] | None = None,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> ImportSummary:
+    """Write the episodes of a LeRobot dataset as demo files in ``out``, one ``<task>.hdf5`` per task.
+
+    Args:
+        source: the dataset's folder (the one holding ``meta/info.json``).
+        out: folder for the demo files (made when missing).
+        task_files: name each task's file after the one of these task files (a suite's) whose
+            language instruction is the episode's task, and store that task file's text in it; every
+            task must then be found among them. Without them a file is named after its instruction
+            (``pick up the soup`` -> ``pick_up_the_soup.hdf5``).
+        turn_images: turn every frame by 180 degrees (LeRobot's own LIBERO datasets hold them so; the
+            demo files here hold them upright).
+        cameras: our camera key ("agentview_rgb", "eye_in_hand_rgb") -> the dataset's feature, for
+            datasets whose cameras have other names than LeRobot's LIBERO ones.
+        overwrite: replace demo files already in ``out``; without it they are an error, before anything
+            is written.
+        progress: show a progress bar over episodes.
+
+    Each file is written under a temporary name and renamed when complete; on an error no file of this
+    import is left in ``out`` and files already there are untouched.
+
+    Raises:
+        LiberoError: naming what is missing or unexpected in the dataset, or an output that exists.
+    """
+    started = time.perf_counter()
+    root = Path(source)
+    info = _read_info(root)
+    version = str(info.get("codebase_version"))
+    features = info["features"]
+    fps = float(info.get("fps") or 0)
+    if fps <= 0:
+        raise LiberoError(f"{root / 'meta/info.json'}: no frame rate (fps)")
+    cams = _camera_features(features, cameras, root)
+    state = _feature(features, STATE_NAMES, root, "state")
+    action = _feature(features, ACTION_NAMES, root, "action")
+    joints = next((n for n in JOINTS_NAMES if n in features), None)
+    _check_shape(features, state, 8, root, "the hand's position and axis-angle, then the two fingers")
+    _check_shape(features, action, 7, root, "the arm's 6 and the gripper's 1")
+    if joints is not None and _shape(features[joints]) != [7]:
+        joints = None  # another robot's joints: not read (only the policies that read joint_states need them)
+
+    episodes = _episodes(root, version)
+    if not episodes:
+        raise LiberoError(f"{root}: the dataset has no episodes")
+    names = _file_names([e["task"] for e in episodes], task_files, root)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise LiberoError(f"{out} is a file, not a folder for demo files")
+    targets = {task: out / f"{name}.hdf5" for task, (name, _) in names.items()}
+    there = sorted(str(p) for p in targets.values() if p.exists())
+    if there and not overwrite:
+        raise LiberoError(f"{there[0]} exists ({len(there)} of the {len(targets)} files); pass --overwrite to "
+                          "replace them")
+
+    frames = _FrameSource(root, info, version, cams, features)
+    writers: dict[str, DemoWriter] = {}
+    total = 0
+    walk = episodes
+    if progress:
+        from tqdm import tqdm
+
+        walk = tqdm(episodes, desc="import", unit="episode")
+    try:
+        for ep in walk:
+            table = frames.rows(ep)
+            T = table.num_rows
+            if T == 0:
+                raise LiberoError(f"{root}: episode {ep['index']} has no frames")
+            s = _matrix(table, state, ep, root)
+            obs = {"ee_states": s[:, :6], "gripper_states": s[:, 6:8]}
+            if joints is not None:
+                obs["joint_states"] = _matrix(table, joints, ep, root)
+            for key, feature in cams.items():
+                images = frames.images(ep, feature, table)
+                if len(images) != T:
+                    raise LiberoError(f"{root}: episode {ep['index']}: {len(images)} frames of {feature} for "
+                                      f"{T} rows")
+                obs[key] = np.ascontiguousarray(images[:, ::-1, ::-1]) if turn_images else images
+            task = ep["task"]
+            if task not in writers:
+                name, bddl = names[task]
+                writers[task] = DemoWriter(
+                    targets[task], env_name="LeRobot", problem_info={"language_instruction": task},
+                    bddl_file_name=str(bddl) if bddl else "",
+                    bddl_file_content=bddl.read_text(encoding="utf-8") if bddl else "",
+                    env_args={"control_freq": fps, "source": str(root.resolve()), "codebase_version": version},
+                    generator=f"{GENERATOR} ({version})",
+                )
+            writers[task].add(Demo(
+                actions=_matrix(table, action, ep, root).astype(np.float64),
+                states=np.zeros((T, 0)), robot_states=np.zeros((T, 0)), obs=obs, init_state=np.zeros(0),
+            ))
+            total += T
+        for w in writers.values():
+            w.set_attrs({"lerobot_episodes": w.num_demos})
+            w.close()
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    finally:
+        frames.close()
+    return ImportSummary(out, version, len(episodes), total, {t: targets[t] for t in writers},
+                         time.perf_counter() - started)
+
+
+# ---------------------------------------------------------------- metadata
+
+
+def _read_info(root: Path) -> dict:
+    path = root / "meta" / "info.json"
+    if not root.is_dir():
+        raise LiberoError(f"{root}: no such dataset folder")
+    if not path.is_file():
+        raise LiberoError(f"{root}: not a LeRobot dataset (no meta/info.json)")
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise LiberoError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(info, dict) or not isinstance(info.get("features"), dict):
+        raise LiberoError(f"{path}: no features")
+    if str(info.get("codebase_version")) not in VERSIONS:
+        raise LiberoError(f"{path}: format {info.get('codebase_version')!r}; this reads {', '.join(VERSIONS)}")
+    return info
+
+
+def _shape(feature: dict) -> list:
+    return [int(n) for n in feature.get("shape") or []]
+
+
+def _feature(features: dict, names: tuple, root: Path, what: str) -> str:
+    for n in names:
+        if n in features:
+            return n
+    raise LiberoError(f"{root}: no {what} feature (looked for {', '.join(names)}; the dataset has "
+                      f"{', '.join(features)})")
+
+
+def _check_shape(features: dict, name: str, size: int, root: Path, layout: str) -> None:
+    if _shape(features[name]) != [size]:
+        raise LiberoError(f"{root}: feature {name} has shape {_shape(features[name])}; LIBERO's is [{size}] "
+                          f"({layout})")
+
+
+def _camera_features(features: dict, given: dict[str, str] | None, root: Path) -> dict[str, str]:
+    """Our camera key -> the dataset's feature."""
+    pictures = [n for n, f in features.items() if f.get("dtype") in ("video", "image")]
+    if given:
+        bad = {k: v for k, v in given.items() if v not in pictures}
+        if bad:
+            raise LiberoError(f"{root}: {bad} are not camera features of the dataset; it has {pictures}")
+        return dict(given)
+    found = {KNOWN_CAMERAS[n]: n for n in pictures if n in KNOWN_CAMERAS}
+    if set(found) != {"agentview_rgb", "eye_in_hand_rgb"}:
+        raise LiberoError(
+            f"{root}: cannot tell the agentview and wrist cameras among {pictures}; name them "
+            f"(--agentview FEATURE --wrist FEATURE)"
+        )
+    return found
+
+
+def _episodes(root: Path, version: str) -> list[dict]:
+    """Every episode in index order: its index, task (the first of its tasks) and the where-abouts of
+    its rows and frames (v3.0)."""
+    import pyarrow.parquet as pq
+
+    out = []
+    if version == "v3.0":
+        files = sorted((root / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
+        if not files:
+            raise LiberoError(f"{root}: no meta/episodes/chunk-*/file-*.parquet")
+        for f in files:
+            for row in pq.read_table(str(f)).to_pylist():
+                out.append(row)
+    else:
+        path = root / "meta" / "episodes.jsonl"
+        if not path.is_file():
+            raise LiberoError(f"{root}: no meta/episodes.jsonl")
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    raise LiberoError(f"{path}:{n}: not valid JSON") from None
+    for e in out:
+        tasks = e.get("tasks")
+        if "episode_index" not in e or not tasks:
+            raise LiberoError(f"{root}: an episode without episode_index or tasks: {str(e)[:200]}")
+        e["index"] = int(e["episode_index"])
+        e["task"] = str(tasks[0] if isinstance(tasks, (list, tuple)) else tasks)
+    return sorted(out, key=lambda e: e["index"])
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().replace("_", " ").strip().rstrip(".").split())
+
+
+def _file_names(tasks: list[str], task_files, root: Path) -> dict[str, tuple[str, Path | None]]:
+    """Instruction -> (file name without .hdf5, its task file or None)."""
+    unique = list(dict.fromkeys(tasks))
+    if task_files is None:
+        names = {t: (re.sub(r"[^a-z0-9]+", "_", t.lower()).strip("_") or "task", None) for t in unique}
+        clash = {}
+        for t, (n, _) in names.items():
+            clash.setdefault(n, []).append(t)
+        twice = [ts for ts in clash.values() if len(ts) > 1]
+        if twice:
+            raise LiberoError(f"{root}: the tasks {twice[0]} would share a file name; import with --suite")
+        return names
+    from libero_ll.bddl.parser import parse_file
+
+    by_language: dict[str, list[Path]] = {}
+    for f in map(Path, task_files):
+        by_language.setdefault(_normal(parse_file(f).language), []).append(f)
+    names, unknown = {}, []
+    for t in unique:
+        found = by_language.get(_normal(t), [])
+        if len(found) > 1:
+            raise LiberoError(f"task {t!r} is the instruction of {len(found)} of the task files "
+                              f"({', '.join(f.stem for f in found)}): import without --suite")
+        if not found:
+            unknown.append(t)
+        else:
+            names[t] = (found[0].stem, found[0])
+    if unknown:
+        raise LiberoError(f"{root}: {len(unknown)} of its {len(unique)} tasks are the instruction of none of "
+                          f"the task files, e.g. {unknown[0]!r}")
+    return names
+
+
+# ---------------------------------------------------------------- rows and frames
+
+
+def _matrix(table, name: str, ep: dict, root: Path) -> np.ndarray:
+    if name not in table.column_names:
+        raise LiberoError(f"{root}: episode {ep['index']}: the frames have no column {name}")
+    values = table.column(name).to_pylist()
+    try:
+        return np.asarray(values, dtype=np.float32).reshape(len(values), -1)
+    except (TypeError, ValueError):
+        raise LiberoError(f"{root}: episode {ep['index']}: column {name} is not a vector per frame") from None
+
+
+class _FrameSource:
+    """An episode's rows and camera frames, reading each data and video file in order, once where the
+    episodes are asked for in order."""
+
+    def __init__(self, root: Path, info: dict, version: str, cams: dict[str, str], features: dict):
+        self.root, self.info, self.version, self.features = root, info, version, features
+        self.chunks = int(info.get("chunks_size") or 1000)
+        self.fps = float(info["fps"])
+        self._table = (None, None)  # path, table
+        self._videos = {feature: _VideoFrames() for feature in cams.values()}
+
+    def _path(self, key: str, default: str, **fields) -> Path:
+        template = str(self.info.get(key) or default)
+        try:
+            return self.root / template.format(**fields)
+        except (KeyError, IndexError, ValueError):
+            raise LiberoError(f"{self.root / 'meta/info.json'}: {key} {template!r} is not a path template "
+                              "this reads") from None
+
+    def rows(self, ep: dict):
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        if self.version == "v3.0":
+            path = self._path("data_path", "", chunk_index=int(ep["data/chunk_index"]),
+                              file_index=int(ep["data/file_index"]))
+        else:
+            path = self._path("data_path", V2_DATA_PATH, episode_chunk=ep["index"] // self.chunks,
+                              episode_index=ep["index"])
+        if self._table[0] != path:
+            if not path.is_file():
+                raise LiberoError(f"{path}: missing (the frames of episode {ep['index']})")
+            try:
+                self._table = (path, pq.read_table(str(path)))
+            except Exception as e:  # noqa: BLE001 - pyarrow raises many kinds for a bad file
+                raise LiberoError(f"{path}: not a readable parquet file ({e})") from None
+        table = self._table[1]
+        if "episode_index" in table.column_names:
+            table = table.filter(pc.equal(table.column("episode_index"), ep["index"]))
+        if "frame_index" in table.column_names:
+            table = table.sort_by("frame_index")
+        return table
+
+    def images(self, ep: dict, feature: str, table) -> np.ndarray:
+        if self.features[feature].get("dtype") == "image":
+            return _decode_images(table, feature, ep, self.root)
+        n = table.num_rows
+        if self.version == "v3.0":
+            path = self._path("video_path", "", video_key=feature,
+                              chunk_index=int(ep[f"videos/{feature}/chunk_index"]),
+                              file_index=int(ep[f"videos/{feature}/file_index"]))
+            start = int(round(float(ep[f"videos/{feature}/from_timestamp"]) * self.fps))
+        else:
+            path = self._path("video_path", V2_VIDEO_PATH, episode_chunk=ep["index"] // self.chunks,
+                              video_key=feature, episode_index=ep["index"])
+            start = 0
+        return self._videos[feature].read(path, start, n)
+
+    def close(self) -> None:
+        for v in self._videos.values():
+            v.close()
+
+
+def _decode_images(table, feature: str, ep: dict, root: Path) -> np.ndarray:
+    import io
+
+    from PIL import Image
+
+    if feature not in table.column_names:
+        raise LiberoError(f"{root}: episode {ep['index']}: the frames have no column {feature}")
+    out = []
+    for value in table.column(feature).to_pylist():
+        data = value.get("bytes") if isinstance(value, dict) else value
+        if not data:
+            raise LiberoError(f"{root}: episode {ep['index']}: an image of {feature} holds no bytes")
+        out.append(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
+    return np.stack(out)
+
+
+class _VideoFrames:
+    """Frames of one camera's video files, decoded in order; reopened only to go back or to another file."""
+
+    def __init__(self):
+        self.path = None
+        self.container = None
+        self.frames = None
+        self.position = 0
+
+    def read(self, path: Path, start: int, n: int) -> np.ndarray:
+        import av
+
+        if path != self.path or start < self.position:
+            self.close()
+            if not path.is_file():
+                raise LiberoError(f"{path}: missing (video frames)")
+            try:
+                self.container = av.open(str(path))
+            except av.error.FFmpegError as e:
+                raise LiberoError(f"{path}: not a readable video ({e})") from None
+            self.frames = self.container.decode(video=0)
+            self.path, self.position = path, 0
+        out = []
+        try:
+            for frame in self.frames:
+                self.position += 1
+                if self.position > start:
+                    out.append(frame.to_ndarray(format="rgb24"))
+                    if len(out) == n:
+                        break
+        except av.error.FFmpegError as e:
+            raise LiberoError(f"{path}: a frame could not be decoded ({e})") from None
+        if len(out) != n:
+            raise LiberoError(f"{path}: {n} frames from frame {start} asked for, the video has "
+                              f"{self.position} in all")
+        return np.stack(out)
+
+    def close(self) -> None:
+        if self.container is not None:
+            self.container.close()
+        self.path, self.container, self.frames, self.position = None, None, None, 0

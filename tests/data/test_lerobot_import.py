@@ -1,0 +1,241 @@
+"""LeRobot datasets in: an exported dataset read back (v3.0), and v2 layouts made here with videos per episode
+and with images inside the parquet files."""
+
+from __future__ import annotations
+
+import io
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from libero_ll.cli import main
+from libero_ll.data.dataset import load_task_data
+from libero_ll.data.hdf5 import read_demos, read_info
+from libero_ll.data.lerobot import export_lerobot
+from libero_ll.data.lerobot_import import import_lerobot
+from libero_ll.errors import LiberoError
+from tests.data.test_lerobot import TASKS, demo, frames
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "bddl_tasks" / "quickstart"
+LENGTHS = {"bowl": (12, 9), "soup": (7, 10, 8)}
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """Demo files and their LeRobot export (v3.0)."""
+    from libero_ll.data.hdf5 import DemoWriter
+
+    root = tmp_path_factory.mktemp("demos")
+    for name, Ts in LENGTHS.items():
+        with DemoWriter(root / f"{name}.hdf5", env_name="LiberoEnv",
+                        problem_info={"language_instruction": TASKS[name]}, bddl_file_name=f"{name}.bddl",
+                        bddl_file_content="", env_args={"control_freq": 20}, generator="test") as w:
+            for i, T in enumerate(Ts):
+                w.add(demo(T, seed=10 * len(name) + i))
+    out = tmp_path_factory.mktemp("export") / "lerobot"
+    export_lerobot(root, out)
+    return root, out
+
+
+def test_an_exported_dataset_comes_back_as_its_demo_files(source, tmp_path):
+    demos, dataset = source
+    s = import_lerobot(dataset, tmp_path / "back")
+    assert (s.version, s.episodes, s.frames) == ("v3.0", 5, sum(map(sum, LENGTHS.values())))
+    for name, task in TASKS.items():
+        path = tmp_path / "back" / f"{task.replace(' ', '_')}.hdf5"
+        assert s.files[task] == path
+        info = read_info(path)
+        assert info.problem_info["language_instruction"] == task and info.generator == "lerobot import (v3.0)"
+        assert info.env_args["control_freq"] == 20
+        before, after = read_demos(demos / f"{name}.hdf5"), read_demos(path)
+        assert [d.num_steps for d in after] == list(LENGTHS[name])
+        for a, b in zip(before, after):
+            np.testing.assert_array_equal(b.actions, a.actions.astype(np.float32))
+            for key in ("ee_states", "gripper_states", "joint_states"):
+                np.testing.assert_array_equal(b.obs[key], a.obs[key])
+            for key in ("agentview_rgb", "eye_in_hand_rgb"):
+                assert b.obs[key].shape == a.obs[key].shape and b.obs[key].dtype == np.uint8
+                # Video is lossy: within a few grey levels, and the moving square where it was.
+                assert np.abs(b.obs[key].astype(int) - a.obs[key]).mean() < 8
+    # What training reads: the cpu preset's inputs.
+    task = load_task_data(s.files[TASKS["soup"]], 0, np.zeros(4), ["agentview_rgb", "eye_in_hand_rgb",
+                                                                   "gripper_states", "ee_states"])
+    assert len(task.demos) == 3
+
+
+def test_tasks_are_named_after_a_suites_task_files_and_keep_their_text(source, tmp_path):
+    _, dataset = source
+    files = sorted(QUICKSTART.glob("*.bddl"))
+    s = import_lerobot(dataset, tmp_path, task_files=files)
+    bowl = tmp_path / "put_the_black_bowl_on_the_plate.hdf5"
+    assert s.files[TASKS["bowl"]] == bowl
+    info = read_info(bowl)
+    assert info.bddl_file_content == (QUICKSTART / bowl.with_suffix(".bddl").name).read_text()
+    assert (tmp_path / "put_the_alphabet_soup_in_the_basket.hdf5").exists()
+    # A task no task file has is named, and nothing is written.
+    with pytest.raises(LiberoError, match="1 of its 2 tasks are the instruction of none"):
+        import_lerobot(dataset, tmp_path / "other", task_files=files[1:2])
+    assert not (tmp_path / "other").exists()
+
+
+def test_existing_files_are_kept_unless_overwrite(source, tmp_path):
+    _, dataset = source
+    target = tmp_path / "put_the_black_bowl_on_the_plate.hdf5"
+    target.write_bytes(b"mine")
+    with pytest.raises(LiberoError, match="exists.*--overwrite"):
+        import_lerobot(dataset, tmp_path)
+    assert target.read_bytes() == b"mine" and len(list(tmp_path.iterdir())) == 1
+    import_lerobot(dataset, tmp_path, overwrite=True)
+    assert read_info(target).num_demos == 2
+
+
+def test_a_missing_video_fails_naming_it_and_leaves_nothing(source, tmp_path):
+    import shutil
+
+    _, dataset = source
+    broken = tmp_path / "broken"
+    shutil.copytree(dataset, broken)
+    video = next((broken / "videos").rglob("*.mp4"))
+    video.unlink()
+    with pytest.raises(LiberoError, match=f"{video.name}: missing"):
+        import_lerobot(broken, tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+# ---------------------------------------------------------------- v2 layouts
+
+
+def write_v2(root: Path, images: str, version: str = "v2.1", state_size: int = 8) -> dict:
+    """A v2 dataset of three episodes of two tasks; cameras as per-episode mp4 ("video") or PNG in the
+    parquet ("image"). Returns the frames and states written, per episode."""
+    cams = {"observation.images.image": 0, "observation.images.wrist_image": 100}
+    kind = {"dtype": images, "shape": [16, 16, 3], "names": ["height", "width", "channels"]}
+    info = {
+        "codebase_version": version, "fps": 10, "chunks_size": 1000,
+        "data_path": "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet",
+        "video_path": "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4",
+        "features": {
+            **{c: kind for c in cams},
+            "observation.state": {"dtype": "float32", "shape": [state_size]},
+            "action": {"dtype": "float32", "shape": [7]},
+            "episode_index": {"dtype": "int64", "shape": [1]},
+            "frame_index": {"dtype": "int64", "shape": [1]},
+        },
+    }
+    (root / "meta").mkdir(parents=True)
+    (root / "meta" / "info.json").write_text(json.dumps(info))
+    tasks = ["pick up the soup", "open the drawer", "pick up the soup"]
+    (root / "meta" / "episodes.jsonl").write_text(
+        "\n".join(json.dumps({"episode_index": i, "tasks": [t], "length": 5}) for i, t in enumerate(tasks))
+    )
+    rng = np.random.default_rng(0)
+    written = {}
+    for ep in range(3):
+        T = 5
+        pictures = {c: frames(T, ep + off)[:, 8:24, 8:24] for c, off in cams.items()}
+        state = rng.normal(size=(T, state_size)).astype(np.float32)
+        action = rng.uniform(-1, 1, (T, 7)).astype(np.float32)
+        columns = {
+            "observation.state": pa.array(state.tolist(), pa.list_(pa.float32())),
+            "action": pa.array(action.tolist(), pa.list_(pa.float32())),
+            # Rows out of order: frame_index says where each belongs.
+            "frame_index": pa.array(np.arange(T)[::-1].copy()),
+            "episode_index": pa.array(np.full(T, ep)),
+        }
+        order = np.arange(T)[::-1]
+        columns["observation.state"] = pa.array(state[order].tolist(), pa.list_(pa.float32()))
+        columns["action"] = pa.array(action[order].tolist(), pa.list_(pa.float32()))
+        for c, pics in pictures.items():
+            if images == "image":
+                pngs = []
+                for p in pics[order]:
+                    buf = io.BytesIO()
+                    Image.fromarray(p).save(buf, format="PNG")
+                    pngs.append({"bytes": buf.getvalue(), "path": None})
+                columns[c] = pa.array(pngs)
+            else:
+                path = root / f"videos/chunk-000/{c}/episode_{ep:06d}.mp4"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with av.open(str(path), "w") as out:
+                    stream = out.add_stream("libx264", rate=10, options={"crf": "10"})
+                    stream.width = stream.height = 16
+                    stream.pix_fmt = "yuv420p"
+                    for t, p in enumerate(pics):
+                        f = av.VideoFrame.from_ndarray(np.ascontiguousarray(p), format="rgb24")
+                        f.pts, f.time_base = t, Fraction(1, 10)
+                        for packet in stream.encode(f):
+                            out.mux(packet)
+                    for packet in stream.encode():
+                        out.mux(packet)
+        path = root / f"data/chunk-000/episode_{ep:06d}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table(columns), str(path))
+        written[ep] = (tasks[ep], state, action, pictures)
+    return written
+
+
+@pytest.mark.parametrize("images", ["image", "video"])
+def test_a_v2_dataset_with_images_or_videos_per_episode(tmp_path, images):
+    written = write_v2(tmp_path / "v2", images)
+    s = import_lerobot(tmp_path / "v2", tmp_path / "out", turn_images=True)
+    assert (s.version, s.episodes, s.frames) == ("v2.1", 3, 15)
+    soup = read_demos(tmp_path / "out" / "pick_up_the_soup.hdf5")
+    drawer = read_demos(tmp_path / "out" / "open_the_drawer.hdf5")
+    for ep, d in ((0, soup[0]), (1, drawer[0]), (2, soup[1])):
+        _, state, action, pictures = written[ep]
+        np.testing.assert_array_equal(d.actions, action)
+        np.testing.assert_array_equal(d.obs["ee_states"], state[:, :6])
+        np.testing.assert_array_equal(d.obs["gripper_states"], state[:, 6:])
+        for key, feature in (("agentview_rgb", "observation.images.image"),
+                             ("eye_in_hand_rgb", "observation.images.wrist_image")):
+            turned = pictures[feature][:, ::-1, ::-1]
+            if images == "image":  # PNG is lossless
+                np.testing.assert_array_equal(d.obs[key], turned)
+            else:
+                assert np.abs(d.obs[key].astype(int) - turned).mean() < 8
+                # Turned, not as stored: the unturned pictures are much further off.
+                assert np.abs(d.obs[key].astype(int) - pictures[feature]).mean() > 20
+
+
+def test_bad_datasets_are_named(tmp_path):
+    with pytest.raises(LiberoError, match="not a LeRobot dataset"):
+        import_lerobot(tmp_path, tmp_path / "out")
+    write_v2(tmp_path / "v9", "image", version="v9.0")
+    with pytest.raises(LiberoError, match="format 'v9.0'"):
+        import_lerobot(tmp_path / "v9", tmp_path / "out")
+    write_v2(tmp_path / "state", "image", state_size=9)
+    with pytest.raises(LiberoError, match=r"observation.state has shape \[9\]; LIBERO's is \[8\]"):
+        import_lerobot(tmp_path / "state", tmp_path / "out")
+    write_v2(tmp_path / "cams", "image")
+    info = json.loads((tmp_path / "cams/meta/info.json").read_text())
+    info["features"]["observation.images.top"] = info["features"].pop("observation.images.image")
+    (tmp_path / "cams/meta/info.json").write_text(json.dumps(info))
+    with pytest.raises(LiberoError, match="cannot tell the agentview and wrist cameras"):
+        import_lerobot(tmp_path / "cams", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_imports_and_checks_its_arguments(tmp_path, capsys):
+    write_v2(tmp_path / "v2", "image")
+    assert main(["import", str(tmp_path / "v2"), "--out", str(tmp_path / "out"), "--quiet",
+                 "--agentview", "observation.images.image", "--wrist", "observation.images.wrist_image"]) == 0
+    assert "3 episodes, 15 frames" in capsys.readouterr().out
+    assert main(["import", str(tmp_path / "v2"), "--out", str(tmp_path / "o2"), "--agentview", "x"]) == 2
+    assert "name both cameras" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "v2"), "--out", str(tmp_path / "o3"), "--quiet",
+                 "--agentview", "observation.images.image", "--wrist", "observation.state"]) == 2
+    assert "not camera features" in capsys.readouterr().err
+
+
+def test_verify_says_an_imported_demo_has_nothing_to_replay(source, tmp_path, capsys):
+    _, dataset = source
+    import_lerobot(dataset, tmp_path, task_files=sorted(QUICKSTART.glob("*.bddl")))
+    assert main(["verify", str(tmp_path / "put_the_black_bowl_on_the_plate.hdf5")]) == 1
+    assert "holds no simulator states (imported from another tool's dataset)" in capsys.readouterr().out
