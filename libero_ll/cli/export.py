@@ -21,6 +21,7 @@ def cmd_export(args) -> int:
         overwrite=args.overwrite,
         fps=args.fps,
         video=VideoOptions(vcodec=args.vcodec, crf=crf),
+        flip=args.flip,
         progress=not args.quiet,
     )
     print(
@@ -45,6 +46,12 @@ def register(sub) -> None:
     s.add_argument(
         "--crf", type=at_least(0), default=None,
         help="video quality, lower is better (default 30 AV1, 23 H.264)",
+    )
+    s.add_argument(
+        "--flip",
+        metavar="rows|columns|both",
+        help="flip the pictures upside down (rows), left to right (columns) or both; for LeRobot's LIBERO "
+        "environment: columns (docs/interop.md)",
     )
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_export)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 # Formats a dataset can be read from; LeRobot's is the one so far.
 FORMATS = ("lerobot",)
 
@@ -20,7 +21,7 @@ def cmd_import(args) -> int:
         args.dataset,
         args.out,
         task_files=suite_tasks(args.suite) if args.suite else None,
-        turn_images=args.turn_images,
+        flip=args.flip,
         cameras=cameras,
         overwrite=args.overwrite,
         progress=not args.quiet,
@@ -45,9 +46,10 @@ def register(sub) -> None:
         "is the episode's task (default: a file name made from the instruction)",
     )
     s.add_argument(
-        "--turn-images",
-        action="store_true",
-        help="turn the frames by 180 degrees (LeRobot's own LIBERO datasets hold them so)",
+        "--flip",
+        metavar="rows|columns|both",
+        help="flip the pictures upside down (rows), left to right (columns) or both (a 180-degree turn) to "
+        "make them upright; LeRobot's LIBERO datasets: columns (docs/interop.md)",
     )
     s.add_argument("--agentview", metavar="FEATURE", help="the dataset's feature of the agentview camera")
     s.add_argument("--wrist", metavar="FEATURE", help="the dataset's feature of the wrist camera")

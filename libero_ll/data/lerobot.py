@@ -54,6 +54,19 @@ VIDEO_CODECS = {"libsvtav1": "av1", "libx264": "h264", "h264": "h264"}
 # The CRF range each encoder accepts.
 MAX_CRF = {"libsvtav1": 63, "libx264": 51, "h264": 51}
 DEFAULT_FPS = 20
+# How pictures can be flipped on the way out or in: upside down, left to right, or both (a 180-degree turn).
+FLIPS = ("rows", "columns", "both")
+
+
+def flip_images(frames: np.ndarray, flip: str | None) -> np.ndarray:
+    """Frames (T, H, W, C) flipped as `flip` says (one of FLIPS), or as they are for None."""
+    if flip is None:
+        return frames
+    if flip not in FLIPS:
+        raise LiberoError(f"flip must be one of {', '.join(FLIPS)}, got {flip!r}")
+    rows = slice(None, None, -1) if flip in ("rows", "both") else slice(None)
+    columns = slice(None, None, -1) if flip in ("columns", "both") else slice(None)
+    return np.ascontiguousarray(frames[:, rows, columns])
 
 
 @dataclass
@@ -345,6 +358,7 @@ def export_lerobot(
     robot_type: str = "panda",
     data_file_size_mb: float = DATA_FILE_SIZE_MB,
     video_file_size_mb: float = VIDEO_FILE_SIZE_MB,
+    flip: str | None = None,
     progress: bool = False,
 ) -> ExportSummary:
     """Write the demos of a suite as a LeRobot dataset (format v3.0) in the folder ``out``.
@@ -358,6 +372,8 @@ def export_lerobot(
         video: how camera frames are encoded (VideoOptions; default AV1 as LeRobot records).
         robot_type: recorded in meta/info.json.
         data_file_size_mb, video_file_size_mb: a new parquet / mp4 file is started past this size.
+        flip: flip the (upright) pictures as they are written: "rows", "columns" or "both" (FLIPS);
+            None writes them upright.
         progress: show a progress bar over demo files.
 
     Returns an ExportSummary (episodes, frames, tasks, size in bytes, seconds).
@@ -376,6 +392,8 @@ def export_lerobot(
         raise LiberoError(f"crf {video.crf}: {video.vcodec} takes a crf from 0 to {MAX_CRF[video.vcodec]}")
     if fps is not None and fps < 1:
         raise LiberoError(f"fps must be 1 or more, got {fps}")
+    if flip is not None and flip not in FLIPS:
+        raise LiberoError(f"flip must be one of {', '.join(FLIPS)}, got {flip!r}")
     files = demo_files(source)
     out = Path(out)
     if out.exists() and not overwrite:
@@ -426,7 +444,7 @@ def export_lerobot(
             obs_keys = [*CAMERAS, "ee_states", "gripper_states", "joint_states"]
             for demo in iter_demos(path, obs_keys):
                 T = demo.num_steps
-                frames = {CAMERAS[k]: demo.obs[k] for k in IMAGE_KEYS}
+                frames = {CAMERAS[k]: flip_images(demo.obs[k], flip) for k in IMAGE_KEYS}
                 shapes = {f.shape[1:] for f in frames.values()}
                 if len(shapes) != 1 or (size is not None and shapes != {size}):
                     raise LiberoError(

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from libero_ll.data.hdf5 import Demo, DemoWriter
-from libero_ll.data.lerobot import CAMERAS, JOINTS_KEY, STATE_KEY
+from libero_ll.data.lerobot import CAMERAS, FLIPS, JOINTS_KEY, STATE_KEY, flip_images
 from libero_ll.errors import LiberoError
 
 VERSIONS = ("v2.0", "v2.1", "v3.0")
@@ -61,7 +61,7 @@ def import_lerobot(
     out: str | os.PathLike,
     *,
     task_files: Sequence[str | os.PathLike] | None = None,
-    turn_images: bool = False,
+    flip: str | None = None,
     cameras: dict[str, str] | None = None,
     overwrite: bool = False,
     progress: bool = False,
@@ -75,8 +75,9 @@ def import_lerobot(
             language instruction is the episode's task, and store that task file's text in it; every
             task must then be found among them. Without them a file is named after its instruction
             (``pick up the soup`` -> ``pick_up_the_soup.hdf5``).
-        turn_images: turn every frame by 180 degrees (LeRobot's own LIBERO datasets hold them so; the
-            demo files here hold them upright).
+        flip: flip every frame: "rows" (upside down), "columns" (left to right) or "both" (a
+            180-degree turn), so that the demo files hold them upright as those collected here do;
+            None keeps them as stored (docs/interop.md says which LIBERO datasets need what).
         cameras: our camera key ("agentview_rgb", "eye_in_hand_rgb") -> the dataset's feature, for
             datasets whose cameras have other names than LeRobot's LIBERO ones.
         overwrite: replace demo files already in ``out``; without it they are an error, before anything
@@ -90,6 +91,8 @@ def import_lerobot(
         LiberoError: naming what is missing or unexpected in the dataset, or an output that exists.
     """
     started = time.perf_counter()
+    if flip is not None and flip not in FLIPS:
+        raise LiberoError(f"flip must be one of {', '.join(FLIPS)}, got {flip!r}")
     root = Path(source)
     info = _read_info(root)
     version = str(info.get("codebase_version"))
@@ -142,7 +145,7 @@ def import_lerobot(
                 if len(images) != T:
                     raise LiberoError(f"{root}: episode {ep['index']}: {len(images)} frames of {feature} for "
                                       f"{T} rows")
-                obs[key] = np.ascontiguousarray(images[:, ::-1, ::-1]) if turn_images else images
+                obs[key] = flip_images(images, flip)
             task = ep["task"]
             if task not in writers:
                 name, bddl = names[task]

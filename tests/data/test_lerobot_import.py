@@ -184,7 +184,7 @@ def write_v2(root: Path, images: str, version: str = "v2.1", state_size: int = 8
 @pytest.mark.parametrize("images", ["image", "video"])
 def test_a_v2_dataset_with_images_or_videos_per_episode(tmp_path, images):
     written = write_v2(tmp_path / "v2", images)
-    s = import_lerobot(tmp_path / "v2", tmp_path / "out", turn_images=True)
+    s = import_lerobot(tmp_path / "v2", tmp_path / "out", flip="both")
     assert (s.version, s.episodes, s.frames) == ("v2.1", 3, 15)
     soup = read_demos(tmp_path / "out" / "pick_up_the_soup.hdf5")
     drawer = read_demos(tmp_path / "out" / "open_the_drawer.hdf5")
@@ -239,3 +239,32 @@ def test_verify_says_an_imported_demo_has_nothing_to_replay(source, tmp_path, ca
     import_lerobot(dataset, tmp_path, task_files=sorted(QUICKSTART.glob("*.bddl")))
     assert main(["verify", str(tmp_path / "put_the_black_bowl_on_the_plate.hdf5")]) == 1
     assert "holds no simulator states (imported from another tool's dataset)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flip", ["rows", "columns", "both"])
+def test_each_flip_on_the_way_in_and_out(tmp_path, flip):
+    from libero_ll.data.lerobot import flip_images
+
+    pictures = frames(3, 0)
+    rows, columns = flip in ("rows", "both"), flip in ("columns", "both")
+    expected = pictures[:, ::-1] if rows else pictures
+    expected = expected[:, :, ::-1] if columns else expected
+    np.testing.assert_array_equal(flip_images(pictures, flip), expected)
+    # Flipped twice the same way: as they were.
+    np.testing.assert_array_equal(flip_images(flip_images(pictures, flip), flip), pictures)
+    written = write_v2(tmp_path / "v2", "image")
+    import_lerobot(tmp_path / "v2", tmp_path / "out", flip=flip)
+    got = read_demos(tmp_path / "out" / "open_the_drawer.hdf5")[0].obs["agentview_rgb"]
+    np.testing.assert_array_equal(got, flip_images(written[1][3]["observation.images.image"], flip))
+
+
+def test_an_export_flipped_comes_back_upright_when_flipped_back(source, tmp_path, capsys):
+    demos, _ = source
+    export_lerobot(demos, tmp_path / "mirrored", flip="columns")
+    import_lerobot(tmp_path / "mirrored", tmp_path / "back", flip="columns")
+    original = read_demos(demos / "bowl.hdf5")[0].obs["agentview_rgb"]
+    back = read_demos(tmp_path / "back" / "put_the_black_bowl_on_the_plate.hdf5")[0].obs["agentview_rgb"]
+    assert np.abs(back.astype(int) - original).mean() < 8
+    assert np.abs(back.astype(int) - original[:, :, ::-1]).mean() > 20
+    assert main(["import", str(tmp_path / "mirrored"), "--out", str(tmp_path / "x"), "--flip", "sideways"]) == 2
+    assert "flip must be one of rows, columns, both, got 'sideways'" in capsys.readouterr().err
