@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from libero_ll.cli.args import at_least
 
 # Formats a dataset can be read from; LeRobot's is the one so far.
 FORMATS = ("lerobot",)
@@ -22,6 +23,7 @@ def cmd_import(args) -> int:
         args.out,
         task_files=suite_tasks(args.suite) if args.suite else None,
         flip=args.flip,
+        image_size=args.image_size,
         cameras=cameras,
         overwrite=args.overwrite,
         progress=not args.quiet,
@@ -50,6 +52,13 @@ def register(sub) -> None:
         metavar="rows|columns|both",
         help="flip the pictures upside down (rows), left to right (columns) or both (a 180-degree turn) to "
         "make them upright; LeRobot's LIBERO datasets: columns (docs/interop.md)",
+    )
+    s.add_argument(
+        "--image-size",
+        type=at_least(1),
+        metavar="N",
+        help="resize the pictures to N x N pixels (LeRobot's LIBERO datasets hold 256; the presets read 128 "
+        "or 64)",
     )
     s.add_argument("--agentview", metavar="FEATURE", help="the dataset's feature of the agentview camera")
     s.add_argument("--wrist", metavar="FEATURE", help="the dataset's feature of the wrist camera")

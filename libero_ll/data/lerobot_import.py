@@ -62,6 +62,7 @@ def import_lerobot(
     *,
     task_files: Sequence[str | os.PathLike] | None = None,
     flip: str | None = None,
+    image_size: int | None = None,
     cameras: dict[str, str] | None = None,
     overwrite: bool = False,
     progress: bool = False,
@@ -78,6 +79,8 @@ def import_lerobot(
         flip: flip every frame: "rows" (upside down), "columns" (left to right) or "both" (a
             180-degree turn), so that the demo files hold them upright as those collected here do;
             None keeps them as stored (docs/interop.md says which LIBERO datasets need what).
+        image_size: resize every frame to image_size x image_size pixels (area averaging when
+            shrinking), e.g. LeRobot's 256-pixel LIBERO pictures to a preset's 128; None keeps them.
         cameras: our camera key ("agentview_rgb", "eye_in_hand_rgb") -> the dataset's feature, for
             datasets whose cameras have other names than LeRobot's LIBERO ones.
         overwrite: replace demo files already in ``out``; without it they are an error, before anything
@@ -93,6 +96,8 @@ def import_lerobot(
     started = time.perf_counter()
     if flip is not None and flip not in FLIPS:
         raise LiberoError(f"flip must be one of {', '.join(FLIPS)}, got {flip!r}")
+    if image_size is not None and int(image_size) < 1:
+        raise LiberoError(f"image_size must be 1 or more pixels, got {image_size}")
     root = Path(source)
     info = _read_info(root)
     version = str(info.get("codebase_version"))
@@ -145,7 +150,7 @@ def import_lerobot(
                 if len(images) != T:
                     raise LiberoError(f"{root}: episode {ep['index']}: {len(images)} frames of {feature} for "
                                       f"{T} rows")
-                obs[key] = flip_images(images, flip)
+                obs[key] = flip_images(_resized(images, image_size), flip)
             task = ep["task"]
             if task not in writers:
                 name, bddl = names[task]
@@ -372,6 +377,16 @@ class _FrameSource:
     def close(self) -> None:
         for v in self._videos.values():
             v.close()
+
+
+def _resized(frames: np.ndarray, size: int | None) -> np.ndarray:
+    """Frames (T, H, W, 3) at size x size pixels (PIL's box filter: each pixel the mean of the area it
+    covers when shrinking), or as they are."""
+    if size is None or frames.shape[1:3] == (size, size):
+        return frames
+    from PIL import Image
+
+    return np.stack([np.asarray(Image.fromarray(f).resize((size, size), Image.BOX)) for f in frames])
 
 
 def _decode_images(table, feature: str, ep: dict, root: Path) -> np.ndarray:

@@ -268,3 +268,14 @@ def test_an_export_flipped_comes_back_upright_when_flipped_back(source, tmp_path
     assert np.abs(back.astype(int) - original[:, :, ::-1]).mean() > 20
     assert main(["import", str(tmp_path / "mirrored"), "--out", str(tmp_path / "x"), "--flip", "sideways"]) == 2
     assert "flip must be one of rows, columns, both, got 'sideways'" in capsys.readouterr().err
+
+
+def test_pictures_are_resized_by_area(tmp_path):
+    written = write_v2(tmp_path / "v2", "image")
+    import_lerobot(tmp_path / "v2", tmp_path / "out", image_size=8)
+    got = read_demos(tmp_path / "out" / "open_the_drawer.hdf5")[0].obs["eye_in_hand_rgb"]
+    stored = written[1][3]["observation.images.wrist_image"].astype(float)
+    means = stored.reshape(5, 8, 2, 8, 2, 3).mean(axis=(2, 4))
+    assert got.shape == (5, 8, 8, 3) and np.abs(got - means).max() <= 1
+    with pytest.raises(LiberoError, match="image_size must be 1 or more"):
+        import_lerobot(tmp_path / "v2", tmp_path / "o2", image_size=0)
