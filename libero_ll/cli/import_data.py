@@ -14,6 +14,8 @@ def cmd_import(args) -> int:
     from libero_ll.errors import LiberoError
     from libero_ll.experiments.lifelong import suite_tasks
 
+    if args.skip_unknown and not args.suite:
+        raise LiberoError("--skip-unknown leaves out the tasks that --suite does not have; give --suite too")
     if bool(args.agentview) != bool(args.wrist):
         raise LiberoError("name both cameras (--agentview FEATURE --wrist FEATURE) or neither")
     output_folder(args.out, "--out")
@@ -25,11 +27,15 @@ def cmd_import(args) -> int:
         flip=args.flip,
         image_size=args.image_size,
         cameras=cameras,
+        skip_unknown=args.skip_unknown,
         overwrite=args.overwrite,
         progress=not args.quiet,
     )
     for task, path in s.files.items():
         print(f"  {path.name}: {task}")
+    if s.skipped:
+        print(f"  left out: {sum(s.skipped.values())} episodes of {len(s.skipped)} tasks that suite {args.suite} "
+              f"does not have")
     print(
         f"{s.path}: {s.episodes} episodes, {s.frames} frames of a LeRobot dataset ({s.version}) in "
         f"{len(s.files)} demo files, {s.seconds:.1f} s"
@@ -46,6 +52,11 @@ def register(sub) -> None:
         "--suite",
         help="name each file after the task of this suite (a name or a folder of .bddl files) whose instruction "
         "is the episode's task (default: a file name made from the instruction)",
+    )
+    s.add_argument(
+        "--skip-unknown",
+        action="store_true",
+        help="with --suite, leave out the episodes of tasks the suite does not have (a dataset of several suites)",
     )
     s.add_argument(
         "--flip",

@@ -54,6 +54,7 @@ class ImportSummary:
     frames: int
     files: dict[str, Path] = field(default_factory=dict)  # instruction -> demo file
     seconds: float = 0.0
+    skipped: dict[str, int] = field(default_factory=dict)  # instruction -> episodes left out (skip_unknown)
 
 
 def import_lerobot(
@@ -64,6 +65,7 @@ def import_lerobot(
     flip: str | None = None,
     image_size: int | None = None,
     cameras: dict[str, str] | None = None,
+    skip_unknown: bool = False,
     overwrite: bool = False,
     progress: bool = False,
 ) -> ImportSummary:
@@ -83,6 +85,8 @@ def import_lerobot(
             shrinking), e.g. LeRobot's 256-pixel LIBERO pictures to a preset's 128; None keeps them.
         cameras: our camera key ("agentview_rgb", "eye_in_hand_rgb") -> the dataset's feature, for
             datasets whose cameras have other names than LeRobot's LIBERO ones.
+        skip_unknown: with `task_files`, leave out the episodes whose task none of them has (a dataset
+            of several suites, imported one suite at a time) instead of failing.
         overwrite: replace demo files already in ``out``; without it they are an error, before anything
             is written.
         progress: show a progress bar over episodes.
@@ -117,7 +121,14 @@ def import_lerobot(
     episodes = _episodes(root, version)
     if not episodes:
         raise LiberoError(f"{root}: the dataset has no episodes")
-    names = _file_names([e["task"] for e in episodes], task_files, root)
+    names = _file_names([e["task"] for e in episodes], task_files, root, skip_unknown)
+    skipped: dict[str, int] = {}
+    for e in episodes:
+        if e["task"] not in names:
+            skipped[e["task"]] = skipped.get(e["task"], 0) + 1
+    episodes = [e for e in episodes if e["task"] in names]
+    if not episodes:
+        raise LiberoError(f"{root}: none of its {len(skipped)} tasks is the instruction of one of the task files")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise LiberoError(f"{out} is a file, not a folder for demo files")
@@ -176,7 +187,7 @@ def import_lerobot(
     finally:
         frames.close()
     return ImportSummary(out, version, len(episodes), total, {t: targets[t] for t in writers},
-                         time.perf_counter() - started)
+                         time.perf_counter() - started, skipped)
 
 
 # ---------------------------------------------------------------- metadata
@@ -270,8 +281,9 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().replace("_", " ").strip().rstrip(".").split())
 
 
-def _file_names(tasks: list[str], task_files, root: Path) -> dict[str, tuple[str, Path | None]]:
-    """Instruction -> (file name without .hdf5, its task file or None)."""
+def _file_names(tasks: list[str], task_files, root: Path, skip_unknown: bool = False) -> dict:
+    """Instruction -> (file name without .hdf5, its task file or None); with `skip_unknown`, instructions
+    that no task file has are left out."""
     unique = list(dict.fromkeys(tasks))
     if task_files is None:
         names = {t: (re.sub(r"[^a-z0-9]+", "_", t.lower()).strip("_") or "task", None) for t in unique}
@@ -297,9 +309,9 @@ def _file_names(tasks: list[str], task_files, root: Path) -> dict[str, tuple[str
             unknown.append(t)
         else:
             names[t] = (found[0].stem, found[0])
-    if unknown:
+    if unknown and not skip_unknown:
         raise LiberoError(f"{root}: {len(unknown)} of its {len(unique)} tasks are the instruction of none of "
-                          f"the task files, e.g. {unknown[0]!r}")
+                          f"the task files, e.g. {unknown[0]!r} (--skip-unknown leaves their episodes out)")
     return names
 
 

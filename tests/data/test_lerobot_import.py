@@ -279,3 +279,16 @@ def test_pictures_are_resized_by_area(tmp_path):
     assert got.shape == (5, 8, 8, 3) and np.abs(got - means).max() <= 1
     with pytest.raises(LiberoError, match="image_size must be 1 or more"):
         import_lerobot(tmp_path / "v2", tmp_path / "o2", image_size=0)
+
+
+def test_a_dataset_of_several_suites_is_imported_one_suite_at_a_time(source, tmp_path, capsys):
+    _, dataset = source
+    bowl_only = [QUICKSTART / "put_the_black_bowl_on_the_plate.bddl"]
+    s = import_lerobot(dataset, tmp_path / "out", task_files=bowl_only, skip_unknown=True)
+    assert list(s.files) == [TASKS["bowl"]] and s.episodes == 2 and s.skipped == {TASKS["soup"]: 3}
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["put_the_black_bowl_on_the_plate.hdf5"]
+    assert main(["import", str(dataset), "--out", str(tmp_path / "o2"), "--skip-unknown"]) == 2
+    assert "give --suite too" in capsys.readouterr().err
+    assert main(["import", str(dataset), "--out", str(tmp_path / "o3"), "--suite", "quickstart", "--skip-unknown",
+                 "--quiet"]) == 0
+    assert "left out" not in capsys.readouterr().out
