@@ -292,3 +292,19 @@ def test_a_dataset_of_several_suites_is_imported_one_suite_at_a_time(source, tmp
     assert main(["import", str(dataset), "--out", str(tmp_path / "o3"), "--suite", "quickstart", "--skip-unknown",
                  "--quiet"]) == 0
     assert "left out" not in capsys.readouterr().out
+
+
+def test_episodes_spread_over_several_data_and_video_files(source, tmp_path):
+    demos, _ = source
+    # Tiny limits: a new parquet and mp4 file after each episode or two.
+    export_lerobot(demos, tmp_path / "many", data_file_size_mb=1e-4, video_file_size_mb=1e-4)
+    assert len(list((tmp_path / "many" / "data").rglob("*.parquet"))) > 1
+    assert len(list((tmp_path / "many" / "videos").rglob("*.mp4"))) > 2
+    s = import_lerobot(tmp_path / "many", tmp_path / "back")
+    assert s.episodes == 5
+    for name, task in TASKS.items():
+        before = read_demos(demos / f"{name}.hdf5")
+        after = read_demos(s.files[task])
+        for a, b in zip(before, after):
+            np.testing.assert_array_equal(b.actions, a.actions.astype(np.float32))
+            assert np.abs(b.obs["agentview_rgb"].astype(int) - a.obs["agentview_rgb"]).mean() < 8
