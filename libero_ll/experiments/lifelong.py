@@ -610,8 +610,9 @@ def check_demo_images(cfg, tasks: list[Path]) -> None:
         have = image_size(path)
         if have is not None and have != int(cfg.env.image_size):
             raise LiberoError(
-                f"{path}: images are {have}x{have} but env.image_size is {cfg.env.image_size}; use another "
-                f"data.dir or delete the file to re-collect"
+                f"{path}: images are {have}x{have} but env.image_size is {cfg.env.image_size}; set "
+                f"env.image_size={have}, use another data.dir, or delete the file to re-collect (files from "
+                f"`libero-ll import`: import again with --image-size {cfg.env.image_size})"
             )
 
 

@@ -1,4 +1,5 @@
-"""A folder of LIBERO's own demo files (`<task>_demo.hdf5`) is read as it is: nothing is collected beside them."""
+"""A folder of LIBERO's own demo files (`<task>_demo.hdf5`) is read as it is: nothing is collected beside
+them."""
 
 import pytest
 from omegaconf import OmegaConf
@@ -42,5 +43,6 @@ def test_a_libero_demo_file_is_used_not_collected_beside(tmp_path, monkeypatch):
     assert sorted(p.name for p in data.iterdir()) == ["toy_demo.hdf5"]
     check_demo_images(config(data), [task])
     assert stale_demo_notes(data, [task]) == []
-    with pytest.raises(LiberoError, match=r"toy_demo\.hdf5: images are 8x8 but env.image_size is 128"):
+    wrong_size = r"toy_demo\.hdf5: images are 8x8 but env.image_size is 128; set env.image_size=8"
+    with pytest.raises(LiberoError, match=wrong_size):
         check_demo_images(config(data, image_size=128), [task])
