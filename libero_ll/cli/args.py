@@ -7,6 +7,8 @@ import math
 import os
 from pathlib import Path
 
+from libero_ll.paths import file_in_the_way
+
 
 def at_least(minimum: int):
     """An argparse type: a whole number >= minimum (counts, sizes, seeds)."""
@@ -84,10 +86,9 @@ def _writable_folder(folder: Path, option: str, target) -> None:
     """The folder, or the nearest one above it that exists, must be a folder that can be written to."""
     from libero_ll.errors import LiberoError
 
-    for above in (folder, *folder.parents):
-        if above.exists():
-            if not above.is_dir():
-                raise LiberoError(f"{option} {target}: {above} is a file, not a folder")
-            if not os.access(above, os.W_OK | os.X_OK):
-                raise LiberoError(f"{option} {target}: the folder {above} is not writable")
-            return
+    blocking = file_in_the_way(folder)
+    if blocking is not None:
+        raise LiberoError(f"{option} {target}: {blocking} is a file, not a folder")
+    existing = next(above for above in (folder, *folder.parents) if above.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise LiberoError(f"{option} {target}: the folder {existing} is not writable")

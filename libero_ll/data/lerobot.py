@@ -58,12 +58,17 @@ DEFAULT_FPS = 20
 FLIPS = ("rows", "columns", "both")
 
 
+def check_flip(flip: str | None) -> None:
+    """A LiberoError unless `flip` is None or one of FLIPS (checked before any work)."""
+    if flip is not None and flip not in FLIPS:
+        raise LiberoError(f"flip must be one of {', '.join(FLIPS)}, got {flip!r}")
+
+
 def flip_images(frames: np.ndarray, flip: str | None) -> np.ndarray:
     """Frames (T, H, W, C) flipped as `flip` says (one of FLIPS), or as they are for None."""
+    check_flip(flip)
     if flip is None:
         return frames
-    if flip not in FLIPS:
-        raise LiberoError(f"flip must be one of {', '.join(FLIPS)}, got {flip!r}")
     rows = slice(None, None, -1) if flip in ("rows", "both") else slice(None)
     columns = slice(None, None, -1) if flip in ("columns", "both") else slice(None)
     return np.ascontiguousarray(frames[:, rows, columns])
@@ -392,8 +397,7 @@ def export_lerobot(
         raise LiberoError(f"crf {video.crf}: {video.vcodec} takes a crf from 0 to {MAX_CRF[video.vcodec]}")
     if fps is not None and fps < 1:
         raise LiberoError(f"fps must be 1 or more, got {fps}")
-    if flip is not None and flip not in FLIPS:
-        raise LiberoError(f"flip must be one of {', '.join(FLIPS)}, got {flip!r}")
+    check_flip(flip)
     files = demo_files(source)
     out = Path(out)
     if out.exists() and not overwrite:

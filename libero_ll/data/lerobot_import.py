@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from libero_ll.data.hdf5 import Demo, DemoWriter
-from libero_ll.data.lerobot import CAMERAS, FLIPS, JOINTS_KEY, STATE_KEY, flip_images
+from libero_ll.data.lerobot import CAMERAS, JOINTS_KEY, STATE_KEY, check_flip, flip_images
 from libero_ll.errors import LiberoError
 
 VERSIONS = ("v2.0", "v2.1", "v3.0")
@@ -98,8 +98,7 @@ def import_lerobot(
         LiberoError: naming what is missing or unexpected in the dataset, or an output that exists.
     """
     started = time.perf_counter()
-    if flip is not None and flip not in FLIPS:
-        raise LiberoError(f"flip must be one of {', '.join(FLIPS)}, got {flip!r}")
+    check_flip(flip)
     if image_size is not None and int(image_size) < 1:
         raise LiberoError(f"image_size must be 1 or more pixels, got {image_size}")
     root = Path(source)
@@ -256,8 +255,7 @@ def _episodes(root: Path, version: str) -> list[dict]:
         if not files:
             raise LiberoError(f"{root}: no meta/episodes/chunk-*/file-*.parquet")
         for f in files:
-            for row in pq.read_table(str(f)).to_pylist():
-                out.append(row)
+            out.extend(pq.read_table(str(f)).to_pylist())
     else:
         path = root / "meta" / "episodes.jsonl"
         if not path.is_file():

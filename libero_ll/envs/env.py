@@ -308,6 +308,10 @@ class LiberoEnv:
 
     def sample_init_states(self, n: int, seed: int) -> np.ndarray:
         """n initial states sampled with a fixed seed, (n, S): the evaluator starts rollouts from these."""
+        if n < 1:
+            raise LiberoError(f"{self.spec.path}: the number of initial states must be 1 or more, got {n}")
+        if seed < 0:
+            raise LiberoError(f"{self.spec.path}: the seed of initial states must be 0 or more, got {seed}")
         rng = np.random.default_rng(seed)
         states = []
         for _ in range(n):

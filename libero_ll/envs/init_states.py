@@ -57,10 +57,6 @@ def sample_init_states(env, n: int = DEFAULT_COUNT, seed: int = DEFAULT_SEED) ->
         LiberoError: when a sampled start already satisfies the goal (the task would be solved
         before the robot moves).
     """
-    if n < 1:
-        raise LiberoError(f"{env.spec.path}: the number of initial states must be 1 or more, got {n}")
-    if seed < 0:
-        raise LiberoError(f"{env.spec.path}: the seed of initial states must be 0 or more, got {seed}")
     states = env.sample_init_states(n, seed)
     for i, s in enumerate(states):
         env.reset_to(s)

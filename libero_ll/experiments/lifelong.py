@@ -17,6 +17,7 @@ import torch
 
 from libero_ll.data.hdf5 import LOWDIM_SIZES, task_demo_file
 from libero_ll.errors import LiberoError
+from libero_ll.paths import file_in_the_way
 from libero_ll.experiments.checkpoint import (
     FINAL_POLICY,
     atomic_torch_save,
@@ -714,11 +715,9 @@ def check_components(cfg, check_init: bool = True) -> None:
     suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     for key in ("data.dir", "output_dir"):
         path = Path(str(OmegaConf.select(cfg, key)))
-        for above in (path, *path.parents):
-            if above.exists():
-                if not above.is_dir():
-                    raise LiberoError(f"{key} {path}: {above} is a file, not a folder")
-                break
+        blocking = file_in_the_way(path)
+        if blocking is not None:
+            raise LiberoError(f"{key} {path}: {blocking} is a file, not a folder")
     if check_init and cfg.init_from:
         resolve_init_from(str(cfg.init_from))
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from libero_ll.errors import LiberoError
+from libero_ll.paths import file_in_the_way
 
 SWEEP_KEYS = ("name", "config", "overrides", "grid", "runs", "seeds", "task_orders", "order_seed", "output_dir",
               "resources")
@@ -164,12 +165,10 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
     variants = _variants(raw, fail)
     seeds, orders, order_seed, resources = _settings(raw, fail)
     out = Path(output_dir if output_dir is not None else raw.get("output_dir") or f"runs/sweeps/{name}")
-    for above in (out, *out.parents):
-        if above.exists():
-            if not above.is_dir():
-                where = "-o" if output_dir is not None else f"{path}: output_dir"
-                raise LiberoError(f"{where} {out}: {above} is a file, not a folder for the sweep's runs")
-            break
+    blocking = file_in_the_way(out)
+    if blocking is not None:
+        where = "-o" if output_dir is not None else f"{path}: output_dir"
+        raise LiberoError(f"{where} {out}: {blocking} is a file, not a folder for the sweep's runs")
 
     sweep = Sweep(name, path, config, out, cpus=resources.get("cpus"), gpus=resources.get("gpus"))
     varying = _varying_keys(variants)

@@ -241,8 +241,10 @@ def parse_plan(data, where: str = "") -> SuitePlan:
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise LiberoError(f"{where}count: expected a whole number >= 0, got {count!r}")
     if count:
-        behaviours = _list(data, "behaviours", where, "[put_on, turn_on]")
-        behaviours = behaviours if data.get("behaviours") is not None else None  # None: every behaviour
+        # None (absent): every behaviour, every category.
+        behaviours = (
+            None if data.get("behaviours") is None else _list(data, "behaviours", where, "[put_on, turn_on]")
+        )
         for b in behaviours or []:
             if b not in BEHAVIOURS:
                 raise LiberoError(f"{where}behaviours: unknown behaviour {b!r}; known: {', '.join(BEHAVIOURS.names())}")

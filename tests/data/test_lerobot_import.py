@@ -142,16 +142,14 @@ def write_v2(root: Path, images: str, version: str = "v2.1", state_size: int = 8
         pictures = {c: frames(T, ep + off)[:, 8:24, 8:24] for c, off in cams.items()}
         state = rng.normal(size=(T, state_size)).astype(np.float32)
         action = rng.uniform(-1, 1, (T, 7)).astype(np.float32)
+        # Rows out of order: frame_index says where each belongs.
+        order = np.arange(T)[::-1]
         columns = {
-            "observation.state": pa.array(state.tolist(), pa.list_(pa.float32())),
-            "action": pa.array(action.tolist(), pa.list_(pa.float32())),
-            # Rows out of order: frame_index says where each belongs.
-            "frame_index": pa.array(np.arange(T)[::-1].copy()),
+            "observation.state": pa.array(state[order].tolist(), pa.list_(pa.float32())),
+            "action": pa.array(action[order].tolist(), pa.list_(pa.float32())),
+            "frame_index": pa.array(order.copy()),
             "episode_index": pa.array(np.full(T, ep)),
         }
-        order = np.arange(T)[::-1]
-        columns["observation.state"] = pa.array(state[order].tolist(), pa.list_(pa.float32()))
-        columns["action"] = pa.array(action[order].tolist(), pa.list_(pa.float32()))
         for c, pics in pictures.items():
             if images == "image":
                 pngs = []
