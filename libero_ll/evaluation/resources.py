@@ -4,9 +4,13 @@ training data, for the resource criteria (MS, SSS, CE) of the metrics.
 ``resources.json`` is written by the training loop after each task::
 
     {"version": 1, "tasks": [{"task": <name>, "index": <0-based>, "params": <int>, "params_used": <int>,
-                              "memory_bytes": <int>, "samples_seen": <int>, "train_macs": <float>}, ...]}
+                              "memory_bytes": <int>, "samples_seen": <int>, "train_macs": <float>,
+                              "data_bytes": <int>, "data_windows": <int>}, ...]}
 
 A missing file or field means "not recorded": readers return None / NaN for it instead of failing.
+``data_bytes`` and ``data_windows`` (the task's training data as `task_data_size` measures it) are recorded
+by runs since they were added, so that SSS and CE do not depend on finding the demo files again; for older
+runs the metrics read the files the config names (`run_data_sizes`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ FIELDS = {
     "memory_bytes": True,
     "samples_seen": True,
     "train_macs": False,
+    "data_bytes": True,
+    "data_windows": True,
 }
 
 
@@ -49,6 +55,8 @@ class TaskResources:
         memory_bytes: bytes the learner keeps after this task (replay data, Fisher and anchor, masks).
         samples_seen: training windows seen while learning this task.
         train_macs: multiply-adds spent training this task.
+        data_bytes: bytes of the task's training data (`TaskDataSize.nbytes`).
+        data_windows: training windows in one epoch of the task's own data (`TaskDataSize.windows`).
     """
 
     task: str
@@ -58,6 +66,8 @@ class TaskResources:
     memory_bytes: int | None = None
     samples_seen: int | None = None
     train_macs: float | None = None
+    data_bytes: int | None = None
+    data_windows: int | None = None
 
 
 @dataclass
@@ -65,6 +75,17 @@ class RunResources:
     """The resources of a run, one entry per task learned so far (in learning order)."""
 
     tasks: list[TaskResources] = field(default_factory=list)
+
+    def data_sizes(self, num_tasks: int) -> list[TaskDataSize | None]:
+        """The training-data size of each of the first `num_tasks` tasks as the run recorded it; None for a
+        task not recorded (not learned yet, or a run from before the fields existed)."""
+        by_index = {t.index: t for t in self.tasks}
+        sizes: list[TaskDataSize | None] = []
+        for k in range(num_tasks):
+            t = by_index.get(k)
+            recorded = t is not None and t.data_bytes is not None and t.data_windows is not None
+            sizes.append(TaskDataSize(nbytes=int(t.data_bytes), windows=int(t.data_windows)) if recorded else None)
+        return sizes
 
     def array(self, name: str, num_tasks: int | None = None) -> np.ndarray:
         """One field over the tasks as a float array indexed by task position; NaN where not recorded.

@@ -175,7 +175,12 @@ def measure_run(
     r_star = None
     if reference is not None:
         r_star = reference_success(reference.tensor.task_names, reference.tensor.matrix, names)
-    sizes = run_data_sizes(run.config, names, base=REPO_ROOT) if run.resources is not None else None
+    sizes = None
+    if run.resources is not None:  # as the run recorded them, else from the demo files its config names
+        sizes = run.resources.data_sizes(len(names))
+        if None in sizes:
+            files = run_data_sizes(run.config, names, base=REPO_ROOT)
+            sizes = [recorded or read for recorded, read in zip(sizes, files)]
     return all_metrics(
         run.tensor,
         run.resources,

@@ -361,7 +361,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                     windows, extra_windows = learner.samples_by_task.get(j, 0), 0
                 macs = macs_per_window * 3 * (windows + extra_windows)
                 resources.append(task_entry(
-                    names[j], j, num_params, learner.params_used(j), learner.memory_bytes(), windows, macs
+                    names[j], j, num_params, learner.params_used(j), learner.memory_bytes(), windows, macs,
+                    _data_size(cfg, names[j]),
                 ))
             write_resources(run_dir / "resources.json", resources)
             save_state(s + 1, "start", 0)
@@ -548,6 +549,18 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
     if int(cfg.data.corrections_per_demo) > 0:
         _add_corrections(cfg, tasks, data, embs, obs_keys, log)
     return data
+
+
+def _data_size(cfg, name: str):
+    """Task `name`'s training data as the resource metrics measure it (`task_data_size`), recorded with the
+    run so that its SSS and CE do not need the demo files later; None when the file cannot be read."""
+    from libero_ll.evaluation.resources import task_data_size
+
+    try:
+        return task_data_size(task_demo_file(cfg.data.dir, name), int(cfg.data.demos_per_task),
+                              int(cfg.train.window_stride))
+    except LiberoError:
+        return None
 
 
 def stale_demo_notes(data_dir: Path, tasks: list[Path]) -> list[str]:

@@ -24,9 +24,10 @@ def forward_macs_per_window(policy, batch: dict) -> float:
 
 
 def task_entry(task: str, index: int, params: int, params_used: int, memory_bytes: int, samples_seen: int,
-               train_macs: float) -> dict:
-    """One entry of resources.json (see `write_resources`)."""
-    return {
+               train_macs: float, data_size=None) -> dict:
+    """One entry of resources.json (see `write_resources`); `data_size` is the task's training data as
+    `libero_ll.evaluation.resources.task_data_size` measures it, or None when its file cannot be read."""
+    entry = {
         "task": str(task),
         "index": int(index),
         "params": int(params),
@@ -35,6 +36,10 @@ def task_entry(task: str, index: int, params: int, params_used: int, memory_byte
         "samples_seen": int(samples_seen),
         "train_macs": float(train_macs),
     }
+    if data_size is not None:
+        entry["data_bytes"] = int(data_size.nbytes)
+        entry["data_windows"] = int(data_size.windows)
+    return entry
 
 
 def write_resources(path: Path, entries: list[dict]) -> None:
@@ -43,7 +48,8 @@ def write_resources(path: Path, entries: list[dict]) -> None:
     Each entry: task (name), index (0-based learning order), params (parameters of the policy),
     params_used (parameters in use for this task), memory_bytes (bytes the learner keeps after this task),
     samples_seen (training windows seen while learning it), train_macs (multiply-adds spent training it:
-    forward MACs per window × windows × 3 for forward and backward).
+    forward MACs per window × windows × 3 for forward and backward), data_bytes and data_windows (the
+    task's training data: bytes of its demos' arrays, windows in one epoch of them).
     """
     path = Path(path)
     text = json.dumps({"version": VERSION, "tasks": entries}, indent=1)

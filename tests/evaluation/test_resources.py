@@ -100,3 +100,15 @@ def test_run_data_sizes_follow_the_config(tmp_path):
     cfg = {"data": {"dir": str(tmp_path), "demos_per_task": 1}, "train": {"window_stride": 10}}
     sizes = run_data_sizes(cfg, ["t", "missing"])
     assert sizes[0].nbytes == 1248 and sizes[0].windows == 2 and sizes[1] is None
+
+
+def test_recorded_data_sizes_need_no_demo_files(tmp_path):
+    write(tmp_path, {"version": 1, "tasks": [entry(1, data_bytes=900, data_windows=7),
+                                            entry(0, data_bytes=1248, data_windows=12)]})
+    sizes = load_resources(tmp_path).data_sizes(3)
+    assert [(s.nbytes, s.windows) for s in sizes[:2]] == [(1248, 12), (900, 7)]
+    assert sizes[2] is None  # a task not learned yet
+    write(tmp_path, {"version": 1, "tasks": [entry(0), entry(1, data_bytes=5, data_windows=1)]})
+    assert load_resources(tmp_path).data_sizes(2)[0] is None  # a run from before the fields existed
+    problems = validate_resources({"version": 1, "tasks": [entry(0, data_bytes=-1, data_windows=2.5)]})
+    assert any("data_bytes" in p for p in problems) and any("data_windows" in p for p in problems)

@@ -161,3 +161,31 @@ def test_metrics_command_all(tmp_path, capsys):
 
     assert main(["metrics", str(tmp_path), "--all"]) == 2
     assert "has no config.yaml" in capsys.readouterr().err
+
+
+def test_recorded_data_sizes_give_sss_and_ce_without_the_demo_files(tmp_path):
+    """A run copied to another machine (its demo files left behind) keeps every resource criterion."""
+    recorded = [dict(e, data_bytes=800, data_windows=5) for e in RESOURCES]
+    run = load_run(make_run(tmp_path / "run", make_tensor(), resources=recorded))
+    m = measure_run(run)
+    expected = all_metrics(make_tensor(), resources(recorded), replay=True,
+                           data_sizes=[TaskDataSize(800, 5), TaskDataSize(800, 5)])
+    assert m["SSS"] == pytest.approx(expected["SSS"]) and m["CE"] == pytest.approx(expected["CE"])
+    assert not math.isnan(m["SSS"]) and not math.isnan(m["CE"])
+    assert "SSS" not in m["not_recorded"] and "CE" not in m["not_recorded"]
+
+    # Only the first task recorded (a run from before the fields, then resumed): the second comes from its file.
+    import h5py
+
+    data = tmp_path / "run2" / "no_data"
+    data.mkdir(parents=True)
+    with h5py.File(data / "b.hdf5", "w") as f:
+        for i in range(2):
+            f["data/demo_%d/actions" % i] = np.zeros((10, 7), dtype=np.float32)
+    mixed = [dict(RESOURCES[0], data_bytes=800, data_windows=5), RESOURCES[1]]
+    run2 = make_run(tmp_path / "run2" / "run", make_tensor(), resources=mixed)
+    (run2 / "config.yaml").write_text((run2 / "config.yaml").read_text().replace(str(run2 / "no_data"), str(data)))
+    m2 = measure_run(load_run(run2))
+    want = all_metrics(make_tensor(), resources(mixed), replay=True,
+                       data_sizes=[TaskDataSize(800, 5), TaskDataSize(2 * 10 * 7 * 4, 20)])
+    assert m2["SSS"] == pytest.approx(want["SSS"]) and m2["CE"] == pytest.approx(want["CE"])

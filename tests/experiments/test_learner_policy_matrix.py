@@ -48,9 +48,17 @@ def test_learner_trains_and_evaluates_policy(learner, policy, tmp_path, smoke_da
     assert all(len(c) == 2 for c in success["curves"])  # epochs 0 and 1 of each task
     resources = json.loads((run_dir / "resources.json").read_text())
     assert [t["index"] for t in resources["tasks"]] == [0, 1]
+    from libero_ll.data.hdf5 import task_demo_file
+    from libero_ll.evaluation.resources import task_data_size
+
     for entry in resources["tasks"]:
-        assert set(entry) == {"task", "index", "params", "params_used", "memory_bytes", "samples_seen", "train_macs"}
+        assert set(entry) == {"task", "index", "params", "params_used", "memory_bytes", "samples_seen", "train_macs",
+                              "data_bytes", "data_windows"}
         assert entry["samples_seen"] > 0 and entry["train_macs"] > 0
+        # The task's training data as the resource metrics measure it, recorded so that they need no demo files.
+        size = task_data_size(task_demo_file(cfg.data.dir, entry["task"]), int(cfg.data.demos_per_task),
+                              int(cfg.train.window_stride))
+        assert (entry["data_bytes"], entry["data_windows"]) == (size.nbytes, size.windows) and size.nbytes > 0
         assert 0 < entry["params_used"] <= entry["params"]
     if learner == "packnet":
         assert resources["tasks"][0]["params_used"] < resources["tasks"][1]["params_used"] < resources["tasks"][0]["params"]
