@@ -28,6 +28,7 @@ from libero_ll.experiments.lifelong import (
     _device,
     env_config,
     resolve_workers,
+    run_task_files,
     suite_tasks,
     write_json,
 )
@@ -211,7 +212,8 @@ def evaluate_run(
     if not (run_dir / "config.yaml").exists():
         raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
     cfg = load_config(run_dir / "config.yaml")
-    task_files = suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
+    # The task files the run was trained on (its own copies), else those its config names (older runs).
+    task_files = run_task_files(run_dir) or suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     names = [t.stem for t in task_files]
     weights, stage = _weights_file(run_dir, str(checkpoint), names)
     chosen = _task_numbers(tasks, names, stage if stage is not None else list(range(len(names))))

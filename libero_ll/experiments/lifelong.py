@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -76,6 +77,44 @@ def suite_tasks(suite: str, names: list[str] | None = None) -> list[Path]:
     return [files[n] for n in names]
 
 
+# A run's own copies of its task files (and their stored initial states), with their learning order.
+RUN_TASKS_DIR = "tasks"
+RUN_TASKS_ORDER = "order.txt"
+
+
+def keep_task_files(run_dir: Path, tasks: list[Path]) -> None:
+    """Copy the run's task files, each with its stored initial states, into RUN_DIR/tasks/ with their order,
+    so that the run can be evaluated or continued from any folder or machine, and with the task files it was
+    trained on even after the suite's own change. A run that already holds them keeps them."""
+    from libero_ll.envs.init_states import init_states_path
+
+    folder = Path(run_dir) / RUN_TASKS_DIR
+    if (folder / RUN_TASKS_ORDER).exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for task in tasks:
+        for src in (Path(task), init_states_path(task)):
+            if src.exists():
+                tmp = folder / f".{src.name}.tmp"
+                shutil.copyfile(src, tmp)
+                os.replace(tmp, folder / src.name)
+    tmp = folder / f".{RUN_TASKS_ORDER}.tmp"
+    tmp.write_text("".join(f"{Path(t).stem}\n" for t in tasks), encoding="utf-8")
+    os.replace(tmp, folder / RUN_TASKS_ORDER)
+
+
+def run_task_files(run_dir: str | Path) -> list[Path] | None:
+    """The task files a run was trained on, in its learning order, from its own copies (`keep_task_files`);
+    None for a run that has none (made before runs kept them), or whose copies are incomplete."""
+    folder = Path(run_dir) / RUN_TASKS_DIR
+    try:
+        names = [n for n in (folder / RUN_TASKS_ORDER).read_text(encoding="utf-8").splitlines() if n]
+    except (OSError, UnicodeDecodeError):
+        return None
+    files = [folder / f"{n}.bddl" for n in names]
+    return files if names and all(f.is_file() for f in files) else None
+
+
 def seed_everything(seed: int) -> None:
     """One seed for numpy, torch and Python's hash-free randomness."""
     import random
@@ -133,11 +172,13 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     from libero_ll.policies.language import encode_instructions
 
     t_call = time.time()
-    check_components(cfg, check_init=resume is None)
+    # A run being continued uses the task files it began with, wherever it is continued from.
+    kept = run_task_files(resume) if resume is not None else None
+    check_components(cfg, check_init=resume is None, check_suite=kept is None)
     torch.set_num_threads(int(cfg.num_threads))
     seed_everything(int(cfg.seed))
     device = _device(cfg.device)
-    tasks = suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
+    tasks = kept or suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     names = [t.stem for t in tasks]
 
     env_cfg = env_config(cfg)
@@ -165,6 +206,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             load_policy_weights(policy, source)
             log(f"policy initialised from {source}")
         run_dir = _open_run_dir(cfg, resume, log, run_dir)
+        keep_task_files(run_dir, tasks)
 
         # 2. demonstrations
         t_demos = time.time()
@@ -688,10 +730,11 @@ COUNTS = (
 )
 
 
-def check_components(cfg, check_init: bool = True) -> None:
+def check_components(cfg, check_init: bool = True, check_suite: bool = True) -> None:
     """Fail before any work is done when the policy, its keys, the learner or its options are unknown, when a
-    setting is out of its range (a batch of 0, a negative seed), or when `init_from` (checked unless
-    `check_init` is False) names nothing."""
+    setting is out of its range (a batch of 0, a negative seed), when the suite or its tasks (checked unless
+    `check_suite` is False: a run continued from its own task files) are unknown, or when `init_from`
+    (checked unless `check_init` is False) names nothing."""
     from omegaconf import OmegaConf
 
     import libero_ll.learners  # noqa: F401  (registration)
@@ -725,7 +768,8 @@ def check_components(cfg, check_init: bool = True) -> None:
             raise LiberoError(f"{key} must be {meaning}, got {value!r}")
     if cfg.tasks is not None and len(cfg.tasks) == 0:
         raise LiberoError("tasks is an empty list: name at least one task, or leave tasks out for the whole suite")
-    suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
+    if check_suite:
+        suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     for key in ("data.dir", "output_dir"):
         path = Path(str(OmegaConf.select(cfg, key)))
         blocking = file_in_the_way(path)

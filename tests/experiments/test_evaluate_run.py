@@ -110,6 +110,36 @@ def test_stage_checkpoint_and_new_states(run_dir):
     assert not np.array_equal(first.frames[(0, 0)][0], first.frames[(0, 1)][0])
 
 
+def test_a_run_evaluates_with_its_own_task_files_from_anywhere(run_dir, tmp_path, monkeypatch):
+    """A run keeps copies of its task files (and their stored initial states) with their learning order, and
+    is evaluated with them: moved to another machine, or read from another folder than it was trained in,
+    where the suite its config names (a relative folder, say) is not found."""
+    from libero_ll.envs.init_states import init_states_path
+    from libero_ll.experiments.lifelong import run_task_files, suite_tasks
+
+    cfg_text = (run_dir / "config.yaml").read_text()
+    shipped = suite_tasks("quickstart", ["put_the_alphabet_soup_in_the_basket", "put_the_black_bowl_on_the_plate"])
+    kept = run_task_files(run_dir)
+    assert [f.name for f in kept] == [f.name for f in shipped]  # the learning order of the smoke preset
+    for own, src in zip(kept, shipped):
+        assert own.parent == run_dir / "tasks" and own.read_bytes() == src.read_bytes()
+        assert init_states_path(own).read_bytes() == init_states_path(src).read_bytes()
+
+    moved = tmp_path / "elsewhere" / run_dir.name
+    shutil.copytree(run_dir, moved)
+    (moved / "config.yaml").write_text(cfg_text.replace("suite: quickstart", "suite: my_suites/generated"))
+    monkeypatch.chdir(tmp_path)
+    here, there = Frames(), Frames()
+    evaluate_run(run_dir, rollouts=2, workers=1, recorder=here, log=lambda s: None)
+    result = evaluate_run(moved, rollouts=2, workers=1, recorder=there, log=lambda s: None)
+    assert [r.task for r in result.tasks] == [f.stem for f in shipped]
+    assert _same(here, there)
+    # A run from before runs kept their task files falls back on its config's suite, and names it when missing.
+    shutil.rmtree(moved / "tasks")
+    with pytest.raises(LiberoError, match="unknown suite 'my_suites/generated'"):
+        evaluate_run(moved, rollouts=1, workers=1, log=lambda s: None)
+
+
 def test_actions_sampled_or_at_the_mode_whatever_the_run_used(run_dir, tmp_path):
     """The run acted at the head's mode (FAST); `actions` overrides that for one evaluation."""
     own, mode, sampled, again = Frames(), Frames(), Frames(), Frames()

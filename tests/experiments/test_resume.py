@@ -78,6 +78,33 @@ def test_crash_and_resume_matches_uninterrupted(learner, crash_at, workers, tmp_
     assert _same_weights(run_dir / "final_policy.pt", whole / "final_policy.pt")
 
 
+def test_resume_uses_the_runs_own_task_files(tmp_path, smoke_data, smoke_envs, make_smoke_config, monkeypatch):
+    """A run of a suite in a folder (a generated one, say) continues from its own copies of the task files
+    when that folder is gone or the run is continued from elsewhere, and ends as an uninterrupted run."""
+    import shutil
+
+    whole = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *FAST), log=lambda s: None, envs=smoke_envs)
+    suite = tmp_path / "work" / "my_suite"
+    shutil.copytree(REPO / "bddl_tasks" / "quickstart", suite)
+    monkeypatch.chdir(tmp_path / "work")
+    cfg = make_smoke_config(tmp_path / "b", smoke_data, *FAST, "suite=my_suite")
+    lines = []
+
+    def crash(line: str) -> None:
+        lines.append(line)
+        if line.startswith("stage 2 epoch 1"):
+            raise Crash(line)
+
+    with pytest.raises(Crash):
+        run_lifelong(cfg, log=crash, envs=smoke_envs)
+    run_dir = Path(lines[0].split(": ", 1)[1])
+    shutil.rmtree(suite)
+    monkeypatch.chdir(tmp_path)
+    run_lifelong(cfg, log=lambda s: None, resume=run_dir, envs=smoke_envs)
+    assert _results(run_dir) == _results(whole)
+    assert _same_weights(run_dir / "final_policy.pt", whole / "final_policy.pt")
+
+
 def test_kill_9_and_resume_from_the_command_line(tmp_path, smoke_data, smoke_envs, make_smoke_config):
     overrides = ["train.epochs=4", "eval.max_steps=4", "eval.init_states=1", "language_encoder=task_id"]
     whole = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *overrides), log=lambda s: None, envs=smoke_envs)
