@@ -2,7 +2,8 @@
 
 A run directory (written by the lifelong loop) holds ``config.yaml`` (the resolved config: name, seed,
 suite, tasks, learner.name, policy.name, ...), ``success.json`` (the success tensor) and, when the loop
-records it, ``resources.json``; a run made by `libero-ll sweep` also holds ``sweep.json`` (its variant).
+records it, ``resources.json`` and ``environment.json``; a run made by `libero-ll sweep` also holds
+``sweep.json`` (its variant).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # Written into a run directory by a sweep (libero_ll.experiments.sweep): its sweep, variant, seed, order and
 # overrides; reports read the variant.
 SWEEP_FILE = "sweep.json"
+# What each session of a run ran on (libero_ll.experiments.environment writes it).
+ENVIRONMENT_FILE = "environment.json"
 
 
 @dataclass
@@ -40,6 +43,8 @@ class Run:
         resources: its recorded resources, or None when ``resources.json`` is absent.
         sweep: what a sweep recorded about the run (``sweep.json``: its sweep, variant and task order), or
             None for a run started by hand.
+        sessions: what each session of the run (its start, then each resume) ran on (``environment.json``:
+            device, versions, command); empty for runs made before it was recorded.
     """
 
     path: Path
@@ -47,6 +52,22 @@ class Run:
     tensor: SuccessTensor
     resources: RunResources | None
     sweep: dict | None = None
+    sessions: list = field(default_factory=list)
+
+    @property
+    def ran_on(self) -> dict:
+        """Where the run ran, from its first session: ``device``, ``libero_ll`` (version and commit) and
+        ``torch``; "n/a" where not recorded. A run resumed on another device or version says so in ``device``."""
+        if not self.sessions:
+            return {"device": "n/a", "libero_ll": "n/a", "torch": "n/a"}
+        first = self.sessions[0]
+        versions = first.get("versions") or {}
+        git = first.get("git") or {}
+        code = str(versions.get("libero_ll") or "n/a")
+        if git.get("commit"):
+            code += f" ({str(git['commit'])[:10]}{', modified' if git.get('dirty') else ''})"
+        devices = list(dict.fromkeys(str(s.get("device", "?")) for s in self.sessions))
+        return {"device": " then ".join(devices), "libero_ll": code, "torch": str(versions.get("torch") or "n/a")}
 
     @property
     def suite(self) -> str:
@@ -85,6 +106,17 @@ class Run:
         return self.learner in REPLAY_LEARNERS
 
 
+def load_sessions(run_dir: str | os.PathLike) -> list[dict]:
+    """The sessions (start, then each resume) recorded in a run's environment.json, oldest first; [] when
+    there is none or it cannot be read (a run made before the file existed)."""
+    try:
+        data = json.loads((Path(run_dir) / ENVIRONMENT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
+
+
 def load_run(path: str | os.PathLike) -> Run:
     """Load a run directory.
 
@@ -116,7 +148,8 @@ def load_run(path: str | os.PathLike) -> Run:
             raise LiberoError(f"{path / SWEEP_FILE} cannot be read: {e}") from None
         if not isinstance(sweep, dict):
             raise LiberoError(f"{path / SWEEP_FILE} does not hold a JSON object")
-    return Run(path, config, SuccessTensor.load(path / "success.json"), load_resources(path), sweep)
+    return Run(path, config, SuccessTensor.load(path / "success.json"), load_resources(path), sweep,
+               load_sessions(path))
 
 
 def group_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str, str], list[Run]]:

@@ -30,6 +30,8 @@ from libero_ll.experiments.checkpoint import (
     rng_states,
     set_rng_states,
 )
+from libero_ll.evaluation.runs import load_sessions
+from libero_ll.experiments.environment import record_session
 from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -207,6 +209,10 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             log(f"policy initialised from {source}")
         run_dir = _open_run_dir(cfg, resume, log, run_dir)
         keep_task_files(run_dir, tasks)
+        sessions = load_sessions(run_dir)  # those before this one
+        record_session(run_dir, device, resumed=resume is not None)
+        if resume is not None:
+            _data_dir_as_started(cfg, sessions, log)
 
         # 2. demonstrations
         t_demos = time.time()
@@ -537,6 +543,19 @@ def _open_run_dir(cfg, resume, log, run_dir=None) -> Path:
     os.replace(tmp, run_dir / "config.yaml")
     log(f"run directory: {run_dir}")
     return run_dir
+
+
+def _data_dir_as_started(cfg, sessions: list[dict], log) -> None:
+    """A run continued from another folder than it was started from reads a relative `data.dir` that is not
+    found from here where the run found it (the first session's folder), instead of collecting it anew."""
+    given = Path(str(cfg.data.dir))
+    if given.is_absolute() or given.is_dir() or not sessions:
+        return
+    start = Path(str(sessions[0].get("cwd", "")))
+    there = start / given
+    if start.is_absolute() and there.is_dir():
+        cfg.data.dir = str(there)
+        log(f"data.dir {given} is read from {there}, the folder the run was started from")
 
 
 def _load_state(run_dir: Path) -> dict | None:

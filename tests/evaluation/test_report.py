@@ -120,6 +120,11 @@ def test_tables_have_one_row_per_method_and_run(smoke_report, smoke_runs):
     assert "<td>er</td>" in html and "<td>seql</td>" in html
     runs = read_csv(smoke_report / "runs.csv")
     assert sorted(Path(r["run_dir"]) for r in runs) == sorted(p.resolve() for p in smoke_runs.values())
+    # Where each run ran, from its environment.json.
+    import torch
+
+    assert all(r["device"].startswith("cpu (") and r["torch"] == torch.__version__ for r in runs)
+    assert all(r["libero_ll"].startswith("0.") for r in runs)
     criteria = read_csv(smoke_report / "cl_criteria.csv")
     assert {r["metric"] for r in criteria} >= {
         "A",

@@ -80,14 +80,16 @@ def test_crash_and_resume_matches_uninterrupted(learner, crash_at, workers, tmp_
 
 def test_resume_uses_the_runs_own_task_files(tmp_path, smoke_data, smoke_envs, make_smoke_config, monkeypatch):
     """A run of a suite in a folder (a generated one, say) continues from its own copies of the task files
-    when that folder is gone or the run is continued from elsewhere, and ends as an uninterrupted run."""
+    when that folder is gone or the run is continued from elsewhere, reads a relative data.dir from the folder
+    it was started in, and ends as an uninterrupted run."""
     import shutil
 
     whole = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *FAST), log=lambda s: None, envs=smoke_envs)
     suite = tmp_path / "work" / "my_suite"
     shutil.copytree(REPO / "bddl_tasks" / "quickstart", suite)
+    shutil.copytree(smoke_data, tmp_path / "work" / "demos")
     monkeypatch.chdir(tmp_path / "work")
-    cfg = make_smoke_config(tmp_path / "b", smoke_data, *FAST, "suite=my_suite")
+    cfg = make_smoke_config(tmp_path / "b", Path("demos"), *FAST, "suite=my_suite")
     lines = []
 
     def crash(line: str) -> None:
@@ -100,9 +102,17 @@ def test_resume_uses_the_runs_own_task_files(tmp_path, smoke_data, smoke_envs, m
     run_dir = Path(lines[0].split(": ", 1)[1])
     shutil.rmtree(suite)
     monkeypatch.chdir(tmp_path)
-    run_lifelong(cfg, log=lambda s: None, resume=run_dir, envs=smoke_envs)
+    resumed = []
+    run_lifelong(cfg, log=resumed.append, resume=run_dir, envs=smoke_envs)
+    assert f"data.dir demos is read from {tmp_path / 'work' / 'demos'}, the folder the run was started from" in resumed
+    assert not (tmp_path / "demos").exists()  # nothing collected anew here
     assert _results(run_dir) == _results(whole)
     assert _same_weights(run_dir / "final_policy.pt", whole / "final_policy.pt")
+    # Each session of the run is recorded: where it ran, on what, with which versions.
+    sessions = json.loads((run_dir / "environment.json").read_text())["sessions"]
+    assert [s["resumed"] for s in sessions] == [False, True]
+    assert [s["cwd"] for s in sessions] == [str(tmp_path / "work"), str(tmp_path)]
+    assert sessions[0]["versions"]["torch"] == torch.__version__ and sessions[0]["device"].startswith("cpu")
 
 
 def test_kill_9_and_resume_from_the_command_line(tmp_path, smoke_data, smoke_envs, make_smoke_config):

@@ -261,7 +261,7 @@ def runs_table(measured: Sequence[MeasuredRun]) -> Table:
     for m in measured:
         r = m.run
         rec = {"run_dir": str(r.path), **_method_record(r.method), "seed": r.seed,
-               "task_order": " > ".join(r.task_order)}
+               "task_order": " > ".join(r.task_order), **r.ran_on}
         rec.update({k: float(m.metrics[k]) for k in RUN_SCALARS})
         records.append(rec)
         rows.append(
