@@ -30,6 +30,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SWEEP_FILE = "sweep.json"
 # What each session of a run ran on (libero_ll.experiments.environment writes it).
 ENVIRONMENT_FILE = "environment.json"
+# The run's log: every line the lifelong loop logs, after the time it was written (a sweep's run also gets
+# what it prints besides, its warnings and errors).
+LOG_FILE = "log.txt"
 
 
 @dataclass

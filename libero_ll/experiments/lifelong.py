@@ -7,6 +7,7 @@ import copy
 import json
 import os
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,7 +31,7 @@ from libero_ll.experiments.checkpoint import (
     rng_states,
     set_rng_states,
 )
-from libero_ll.evaluation.runs import load_sessions
+from libero_ll.evaluation.runs import LOG_FILE, load_sessions
 from libero_ll.experiments.environment import record_session
 from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
 
@@ -77,6 +78,42 @@ def suite_tasks(suite: str, names: list[str] | None = None) -> list[Path]:
     if missing:
         raise LiberoError(f"suite {suite}: unknown tasks {missing}; known: {', '.join(files)}")
     return [files[n] for n in names]
+
+
+class _RunLog:
+    """A run's log: each line goes to `print_line` (the caller's log) and, with the time it was logged, to
+    RUN_DIR/log.txt once the run directory is known; lines logged before that are written then."""
+
+    def __init__(self, print_line: Callable[[str], None]):
+        self.print_line = print_line
+        self.file = None
+        self.early: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.print_line(line)
+        stamped = f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}"
+        if self.file is None:
+            self.early.append(stamped)
+        else:
+            self.file.write(stamped + "\n")
+
+    def open(self, run_dir: Path) -> None:
+        """Append to RUN_DIR/log.txt from now on: a line with this session's command, then the early lines."""
+        self.file = open(Path(run_dir) / LOG_FILE, "a", encoding="utf-8", buffering=1)
+        self.file.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} command: {' '.join(sys.argv)}\n")
+        self.file.writelines(line + "\n" for line in self.early)
+        self.early = []
+
+    def stopped(self, error: BaseException) -> None:
+        """Record in the log file (not printed: the caller reports it) why the run stopped early."""
+        if self.file is not None:
+            what = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            self.file.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} stopped: {type(error).__name__}"
+                            f"{': ' + what if what else ''}\n")
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
 
 
 # A run's own copies of its task files (and their stored initial states), with their learning order.
@@ -191,6 +228,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         raise LiberoError(f"{len(envs)} environments given for {len(tasks)} tasks")
     evaluator = None
     writer = None
+    log = run_log = _RunLog(log)
     try:
         # 1. language and policy (a pretrained architecture mismatch fails here, before any long work)
         embs = encode_instructions([e.spec.language for e in envs], str(cfg.language_encoder))
@@ -208,6 +246,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             load_policy_weights(policy, source)
             log(f"policy initialised from {source}")
         run_dir = _open_run_dir(cfg, resume, log, run_dir)
+        run_log.open(run_dir)
         keep_task_files(run_dir, tasks)
         sessions = load_sessions(run_dir)  # those before this one
         record_session(run_dir, device, resumed=resume is not None)
@@ -426,11 +465,15 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         if timings is not None:
             timings.update(demos=demo_seconds, eval=eval_seconds, train=loop_seconds - eval_seconds,
                            total=time.time() - t_call)
+    except BaseException as e:
+        run_log.stopped(e)
+        raise
     finally:
         if writer is not None:
             writer.close()
         if evaluator is not None:
             evaluator.close()
+        run_log.close()
         if own_envs:
             for e in envs:
                 e.close()

@@ -47,7 +47,6 @@ RESERVED = {"seed": "seeds", "tasks": "task_orders", "output_dir": "output_dir"}
 METHOD_KEYS = ("suite", "learner.name", "policy.name")
 LOCK_FILE = ".sweep.lock"
 RUN_LOCK_FILE = ".run.lock"
-LOG_FILE = "log.txt"
 # Environment that the runs need as the sweep's process has it (headless GL, offline language models).
 PASSED_ENV = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "OMP_WAIT_POLICY")
 
@@ -400,7 +399,7 @@ def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
 
     from omegaconf import OmegaConf
 
-    from libero_ll.evaluation.runs import SWEEP_FILE
+    from libero_ll.evaluation.runs import LOG_FILE, SWEEP_FILE
     from libero_ll.experiments.checkpoint import FINAL_POLICY
     from libero_ll.experiments.config import ExperimentConfig, load_config
     from libero_ll.experiments.lifelong import run_lifelong, write_json
@@ -415,17 +414,19 @@ def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
         if (run_dir / FINAL_POLICY).exists():
             return "finished", time.time() - t0
         with open(run_dir / LOG_FILE, "a", buffering=1) as logf:
-            # The run's prints, progress bars and warnings go to its log, not to Ray's files.
+            # The run's progress bars, warnings and errors go to its log, not to Ray's files; the lines the run
+            # logs, run_lifelong writes there itself (with their times), so they are not printed as well.
             sys.stdout.flush()
             sys.stderr.flush()
             os.dup2(logf.fileno(), 1)
             os.dup2(logf.fileno(), 2)
             write_json(run_dir / SWEEP_FILE, record)
+            quiet = lambda line: None  # noqa: E731
             if (run_dir / "config.yaml").exists():
-                run_lifelong(load_config(run_dir / "config.yaml"), resume=run_dir)
+                run_lifelong(load_config(run_dir / "config.yaml"), log=quiet, resume=run_dir)
                 return "resumed", time.time() - t0
             cfg = OmegaConf.merge(OmegaConf.structured(ExperimentConfig), cfg_container)
-            run_lifelong(cfg, run_dir=run_dir)
+            run_lifelong(cfg, log=quiet, run_dir=run_dir)
             return "ran", time.time() - t0
 
 
@@ -546,7 +547,7 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
     from omegaconf import OmegaConf
     from tqdm import tqdm
 
-    from libero_ll.evaluation.runs import load_run, measure_run
+    from libero_ll.evaluation.runs import LOG_FILE, load_run, measure_run
 
     try:
         import ray

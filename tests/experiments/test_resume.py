@@ -108,6 +108,11 @@ def test_resume_uses_the_runs_own_task_files(tmp_path, smoke_data, smoke_envs, m
     assert not (tmp_path / "demos").exists()  # nothing collected anew here
     assert _results(run_dir) == _results(whole)
     assert _same_weights(run_dir / "final_policy.pt", whole / "final_policy.pt")
+    # The run's log holds both sessions: why the first stopped, and the second's lines with their times.
+    log = (run_dir / "log.txt").read_text()
+    assert log.count(" command: ") == 2 and log.count(" run directory: ") == 1
+    assert "stopped: Crash: stage 2 epoch 1" in log and log.index("stopped: Crash") < log.index(f" resuming {run_dir}")
+    assert "data.dir demos is read from" in log and log.rstrip().splitlines()[-1].split(" ", 2)[2].startswith("done: ")
     # Each session of the run is recorded: where it ran, on what, with which versions.
     sessions = json.loads((run_dir / "environment.json").read_text())["sessions"]
     assert [s["resumed"] for s in sessions] == [False, True]
