@@ -23,12 +23,12 @@ import torch
 
 from libero_ll.errors import LiberoError
 from libero_ll.experiments.checkpoint import FINAL_POLICY, derive_seed, isolated_rng, load_checkpoint
+from libero_ll.experiments.run_files import run_task_files
 from libero_ll.experiments.lifelong import (
     STATE_FILE,
     _device,
     env_config,
     resolve_workers,
-    run_task_files,
     suite_tasks,
     write_json,
 )

@@ -115,7 +115,8 @@ def test_a_run_evaluates_with_its_own_task_files_from_anywhere(run_dir, tmp_path
     is evaluated with them: moved to another machine, or read from another folder than it was trained in,
     where the suite its config names (a relative folder, say) is not found."""
     from libero_ll.envs.init_states import init_states_path
-    from libero_ll.experiments.lifelong import run_task_files, suite_tasks
+    from libero_ll.experiments.lifelong import suite_tasks
+    from libero_ll.experiments.run_files import run_task_files
 
     cfg_text = (run_dir / "config.yaml").read_text()
     shipped = suite_tasks("quickstart", ["put_the_alphabet_soup_in_the_basket", "put_the_black_bowl_on_the_plate"])
