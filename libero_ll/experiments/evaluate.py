@@ -153,6 +153,16 @@ def _task_numbers(spec: list[str] | None, names: list[str], default: list[int]) 
     return list(dict.fromkeys(out))
 
 
+def _changed_since(kept: list[Path], cfg) -> list[str]:
+    """Tasks whose file in the run's suite now differs from the run's own copy (none when the suite is not
+    found from here, as for a run moved to another machine)."""
+    try:
+        current = suite_tasks(cfg.suite, [t.stem for t in kept])
+    except LiberoError:
+        return []
+    return [k.stem for k, c in zip(kept, current) if k.read_bytes() != c.read_bytes()]
+
+
 def evaluate_run(
     run_dir: str | Path,
     checkpoint: str = "final",
@@ -213,8 +223,10 @@ def evaluate_run(
         raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
     cfg = load_config(run_dir / "config.yaml")
     # The task files the run was trained on (its own copies), else those its config names (older runs).
-    task_files = run_task_files(run_dir) or suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
+    kept = run_task_files(run_dir)
+    task_files = kept or suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     names = [t.stem for t in task_files]
+    changed = _changed_since(kept, cfg) if kept else []
     weights, stage = _weights_file(run_dir, str(checkpoint), names)
     chosen = _task_numbers(tasks, names, stage if stage is not None else list(range(len(names))))
     for value, what in ((rollouts, "rollouts"), (new_states, "new_states"), (max_steps, "max_steps")):
@@ -286,6 +298,8 @@ def evaluate_run(
         log(f"evaluating {weights.relative_to(run_dir)} of {run_dir}: {n_rollouts} rollouts per task from {where}, "
             f"at most {cap} steps, {n_workers} worker{'s' if n_workers > 1 else ''}, "
             f"{'the most likely' if acting == 'mode' else 'sampled'} actions")
+        for name in changed:
+            log(f"note: the suite's task file {name}.bddl has changed since the run; the run's own copy is used")
         threads = torch.get_num_threads()
         if evaluator is not None:
             torch.set_num_threads(1)  # the workers need the cores

@@ -135,7 +135,17 @@ def test_a_run_evaluates_with_its_own_task_files_from_anywhere(run_dir, tmp_path
     result = evaluate_run(moved, rollouts=2, workers=1, recorder=there, log=lambda s: None)
     assert [r.task for r in result.tasks] == [f.stem for f in shipped]
     assert _same(here, there)
+    # The suite's file changed since the run (here: the run's copy edited): the copy is used, and the log says so.
+    (moved / "config.yaml").write_text(cfg_text)
+    with open(moved / "tasks" / f"{shipped[1].stem}.bddl", "a") as f:
+        f.write("\n")
+    lines = []
+    evaluate_run(moved, rollouts=1, max_steps=2, workers=1, log=lines.append)
+    notes = [line for line in lines if line.startswith("note:")]
+    assert notes == [f"note: the suite's task file {shipped[1].stem}.bddl has changed since the run; the run's own "
+                     "copy is used"]
     # A run from before runs kept their task files falls back on its config's suite, and names it when missing.
+    (moved / "config.yaml").write_text(cfg_text.replace("suite: quickstart", "suite: my_suites/generated"))
     shutil.rmtree(moved / "tasks")
     with pytest.raises(LiberoError, match="unknown suite 'my_suites/generated'"):
         evaluate_run(moved, rollouts=1, workers=1, log=lambda s: None)
