@@ -19,12 +19,11 @@ from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
-from libero_ll.evaluation.runs import ENVIRONMENT_FILE, load_sessions
+from libero_ll.evaluation.runs import ENVIRONMENT_FILE, REPO_ROOT, load_sessions
 
 VERSION = 1
 # Distributions whose versions are recorded (None where one is not installed as a distribution).
 PACKAGES = ("libero_ll", "torch", "numpy", "mujoco", "robosuite", "h5py")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _git(root: Path) -> dict | None:
@@ -91,15 +90,15 @@ def describe(device, resumed: bool) -> dict:
     }
 
 
-def record_session(run_dir: Path, device, resumed: bool) -> dict:
-    """Append this session's entry to RUN_DIR/environment.json (written atomically) and return it. A file
-    that cannot be read as one is kept beside it as environment.json.unreadable, not overwritten."""
+def record_session(run_dir: Path, device, resumed: bool) -> list[dict]:
+    """Append this session's entry to RUN_DIR/environment.json (written atomically) and return the sessions
+    recorded before it, oldest first. A file that cannot be read as one is kept beside it as
+    environment.json.unreadable, not overwritten."""
     from libero_ll.experiments.lifelong import write_json
 
     path = Path(run_dir) / ENVIRONMENT_FILE
     sessions = load_sessions(run_dir)
     if not sessions and path.exists():
         os.replace(path, path.with_name(ENVIRONMENT_FILE + ".unreadable"))
-    entry = describe(device, resumed)
-    write_json(path, {"version": VERSION, "sessions": [*sessions, entry]})
-    return entry
+    write_json(path, {"version": VERSION, "sessions": [*sessions, describe(device, resumed)]})
+    return sessions

@@ -23,7 +23,6 @@ import torch
 
 from libero_ll.errors import LiberoError
 from libero_ll.experiments.checkpoint import FINAL_POLICY, derive_seed, isolated_rng, load_checkpoint
-from libero_ll.experiments.run_files import run_task_files
 from libero_ll.experiments.lifelong import (
     STATE_FILE,
     _device,
@@ -32,6 +31,7 @@ from libero_ll.experiments.lifelong import (
     suite_tasks,
     write_json,
 )
+from libero_ll.experiments.run_files import run_task_files
 
 # How an evaluation may act: sampled from the action head, or its most likely component's mean.
 ACTIONS = ("sampled", "mode")

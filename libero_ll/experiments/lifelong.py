@@ -29,7 +29,6 @@ from libero_ll.experiments.checkpoint import (
     rng_states,
     set_rng_states,
 )
-from libero_ll.evaluation.runs import load_sessions
 from libero_ll.experiments.environment import record_session
 from libero_ll.experiments.run_files import RunLog, keep_task_files, run_task_files
 from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
@@ -174,8 +173,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         run_dir = _open_run_dir(cfg, resume, log, run_dir)
         run_log.open(run_dir)
         keep_task_files(run_dir, tasks)
-        sessions = load_sessions(run_dir)  # those before this one
-        record_session(run_dir, device, resumed=resume is not None)
+        sessions = record_session(run_dir, device, resumed=resume is not None)  # those before this one
         if resume is not None:
             _data_dir_as_started(cfg, sessions, log)
 

@@ -12,10 +12,11 @@ from libero_ll.experiments.environment import record_session
 
 def test_sessions_are_appended_and_an_unreadable_file_is_kept(tmp_path):
     assert load_sessions(tmp_path) == []  # a run made before the file existed
-    first = record_session(tmp_path, torch.device("cpu"), resumed=False)
+    assert record_session(tmp_path, torch.device("cpu"), resumed=False) == []  # nothing before it
+    (first,) = load_sessions(tmp_path)
     assert first["device"].startswith("cpu (") and first["versions"]["torch"] == torch.__version__
     assert first["cwd"] and isinstance(first["command"], list) and first["resumed"] is False
-    record_session(tmp_path, torch.device("cpu"), resumed=True)
+    assert record_session(tmp_path, torch.device("cpu"), resumed=True) == [first]
     assert [s["resumed"] for s in load_sessions(tmp_path)] == [False, True]
 
     (tmp_path / "environment.json").write_text("{broken")
