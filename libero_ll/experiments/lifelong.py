@@ -167,9 +167,12 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         policy = make_policy(str(cfg.policy.name), policy_cfg, shape_meta).to(device)
         saved = _load_state(Path(resume)) if resume is not None else None
         if cfg.init_from and saved is None:
-            source = resolve_init_from(str(cfg.init_from))
+            source = resolve_init_from(str(cfg.init_from)).resolve()
             load_policy_weights(policy, source)
             log(f"policy initialised from {source}")
+            # The run's config.yaml names the file loaded: a glob or a relative path could name another one
+            # later or from elsewhere (a run resumed before its first save starts from init_from again).
+            cfg.init_from = str(source)
         run_dir = _open_run_dir(cfg, resume, log, run_dir)
         run_log.open(run_dir)
         keep_task_files(run_dir, tasks)

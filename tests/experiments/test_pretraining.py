@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,45 @@ def test_init_from_starts_from_the_pretrained_policy(tmp_path, smoke_data, smoke
     fine_dir = run_lifelong(fine, log=lines.append, envs=smoke_envs)
     assert any(str(pre_dir / "final_policy.pt") in line for line in lines)
     kept = torch.load(fine_dir / "checkpoints" / "task00_best.pt", weights_only=True)["policy"]
+    assert kept.keys() == pretrained.keys() and all(torch.equal(kept[k], pretrained[k]) for k in kept)
+    # The run's config names the file loaded, not the glob, which a newer run would match next time.
+    assert load_config(fine_dir / "config.yaml").init_from == str((pre_dir / "final_policy.pt").resolve())
+
+
+def test_a_run_resumed_before_its_first_save_loads_the_same_pretrained_file(tmp_path, smoke_data, smoke_envs,
+                                                                            make_smoke_config, monkeypatch):
+    """A run killed before its first save starts over from init_from when resumed: from another folder, and
+    after a newer run matching its glob, it still loads the file the first session loaded."""
+    monkeypatch.chdir(tmp_path)
+    pre = make_smoke_config(tmp_path / "pre", smoke_data, *FAST, "learner.name=mtl", "train.epochs=1")
+    pre_dir = run_lifelong(pre, log=lambda s: None, envs=smoke_envs)
+    pretrained = torch.load(pre_dir / "final_policy.pt", weights_only=True)["policy"]
+    pattern = os.path.relpath(pre_dir.parent, tmp_path) + "/smoke_quickstart_mtl_*"
+    fine = make_smoke_config(tmp_path / "fine", smoke_data, *FAST, "learner.name=seql", "train.epochs=0",
+                             f"init_from={pattern}")
+    lines = []
+
+    def crash(line: str) -> None:
+        lines.append(line)
+        if line.startswith("stage 1/"):  # after the epoch-0 evaluation, before the stage's first save
+            raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        run_lifelong(fine, log=crash, envs=smoke_envs)
+    run_dir = Path(next(line for line in lines if line.startswith("run directory: ")).split(": ", 1)[1])
+    assert not (run_dir / "resume.pt").exists()
+    # A newer run that the glob would pick, and a resume from a folder where the relative glob names nothing.
+    newer = pre_dir.parent / (pre_dir.name + "-9")
+    shutil.copytree(pre_dir, newer)
+    weights = torch.load(newer / "final_policy.pt", weights_only=True)
+    weights["policy"] = {k: v + 1 if v.is_floating_point() else v for k, v in weights["policy"].items()}
+    torch.save(weights, newer / "final_policy.pt")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    resumed = []
+    run_lifelong(load_config(run_dir / "config.yaml"), log=resumed.append, resume=run_dir, envs=smoke_envs)
+    assert f"policy initialised from {(pre_dir / 'final_policy.pt').resolve()}" in resumed
+    kept = torch.load(run_dir / "checkpoints" / "task00_best.pt", weights_only=True)["policy"]
     assert kept.keys() == pretrained.keys() and all(torch.equal(kept[k], pretrained[k]) for k in kept)
 
 
