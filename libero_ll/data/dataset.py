@@ -16,6 +16,19 @@ import torch
 from libero_ll.data.hdf5 import read_demos
 
 
+def host_to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
+    """`tensor` (a small one on the host) on `device`, without making the host wait for a GPU.
+
+    A copy from ordinary (pageable) host memory to a CUDA device waits until the GPU has finished all the
+    work queued before it, so that a training step which copies a few indices or random numbers this way
+    cannot queue its next kernels while the GPU runs the last ones. A copy from pinned memory is queued like
+    a kernel. Elsewhere this is a plain ``tensor.to(device)``."""
+    device = torch.device(device)
+    if device.type == "cuda" and tensor.device.type == "cpu":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
+
+
 @dataclass
 class TaskData:
     """The demos of one task, in memory.
@@ -273,7 +286,7 @@ class SequenceDataset:
         """`get_batch` with every gather on the dataset's device (the same numbers as the host's)."""
         d = self._dev
         B, L = len(idx), self.seq_len
-        at = torch.from_numpy(idx).to(self.device, non_blocking=True)
+        at = host_to_device(torch.from_numpy(idx), self.device)
         steps = d["start"][at, None] + d["offsets"][None, :]
         last = d["last"][at, None]
         mask = steps <= last

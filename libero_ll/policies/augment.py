@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from libero_ll.data.dataset import host_to_device
+
 
 def random_shift(images: torch.Tensor, pad: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """Shift each window by a random integer offset in [-pad, pad] pixels, replicating the border.
@@ -26,7 +28,9 @@ def random_shift(images: torch.Tensor, pad: int, generator: torch.Generator | No
         return images
     b, t, c, h, w = images.shape
     device = images.device
-    offsets = torch.randint(0, 2 * pad + 1, (2, b), generator=generator, device="cpu").to(device) - pad
+    # Drawn on the host (the same offsets on every device for a seeded generator), then queued to the device.
+    offsets = torch.randint(0, 2 * pad + 1, (2, b), generator=generator, device="cpu")
+    offsets = host_to_device(offsets, device) - pad
     # Clamping source indices to the image reproduces replicate padding without building the padded copy.
     rows = (torch.arange(h, device=device)[None, :] + offsets[0][:, None]).clamp_(0, h - 1)  # (B, H)
     cols = (torch.arange(w, device=device)[None, :] + offsets[1][:, None]).clamp_(0, w - 1)  # (B, W)
@@ -44,7 +48,7 @@ def _grey(images: torch.Tensor) -> torch.Tensor:
 
 def _factors(b: int, strength: float, device, dtype, generator) -> torch.Tensor:
     """Per-window factors uniform in [1 - strength, 1 + strength], shaped to broadcast over (T, C, H, W)."""
-    u = torch.rand(b, generator=generator, device="cpu").to(device=device, dtype=dtype)
+    u = host_to_device(torch.rand(b, generator=generator, device="cpu"), device).to(dtype)
     return (1.0 + strength * (2.0 * u - 1.0)).view(b, 1, 1, 1, 1)
 
 

@@ -16,13 +16,16 @@ say (compiling happens in the untimed warm-up steps). ``--profile STEPS`` then p
 each policy with torch's profiler: the operators that take the most device time, and on a GPU the kernels
 launched per step and the GPU's busy time per step beside the wall time (a step whose GPU is busy for much
 less than its wall time is bound by launching work, not by doing it).
+``--syncs STEPS`` counts, on a GPU, the operations in that many steps that make the host wait for the GPU
+(torch's CUDA sync debug mode) and prints where they are: a step that launches its work faster than the
+GPU does it needs none.
 
 Config overrides (``key=value``, as ``libero-ll train`` takes them) change the preset first, e.g.
 ``policy.cfg.encoder_channels_last=false`` or ``train.ema_decay=0``.
 
 Usage: python scripts/bench/train_speed.py [--config configs/cpu.yaml] [--steps 30] [--batch N]
        [--policies resnet_t vit_t] [--data DIR] [--precision fp32|bf16] [--compile [MODE]]
-       [--cudnn-benchmark] [--profile STEPS] [key=value ...]
+       [--cudnn-benchmark] [--profile STEPS] [--syncs STEPS] [key=value ...]
 """
 
 from __future__ import annotations
@@ -140,6 +143,35 @@ def profile(policy, batch, steps: int, train, rows: int = 25) -> None:
     print(line, flush=True)
 
 
+def count_syncs(policy, batch, steps: int, train, rows: int = 8) -> None:
+    """Print how often `steps` optimisation steps (after 3 untimed ones) make the host wait for the GPU, and
+    from where: each operation that synchronises (a blocking copy, reading a value, an index computed on the
+    GPU and sized on the host) keeps the host from queueing the next kernels while the GPU works, which is
+    what a step bound by launching work cannot afford. Counted by torch's CUDA sync debug mode."""
+    import warnings
+    from collections import Counter
+
+    if not next(policy.parameters()).is_cuda:
+        print("syncs: no GPU here, nothing to count", flush=True)
+        return
+    step, _ = training_step(policy, batch, train)
+    for _ in range(3):
+        step()
+    synchronize(policy)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            for _ in range(steps):
+                step()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    syncs = [w for w in caught if "synchroniz" in str(w.message)]
+    print(f"syncs: {len(syncs) / steps:.1f} per step over {steps} steps", flush=True)
+    for (where, line), n in Counter((w.filename, w.lineno) for w in syncs).most_common(rows):
+        print(f"  {n / steps:5.1f} per step  {where}:{line}")
+
+
 def demo_batches(policy, data_dir: Path, batch_size: int, device, on_device: bool):
     """A callable giving random batches of the demos in `data_dir` (50 per file at most), gathered on the
     host and moved to `device`, or gathered on `device` from a copy held there."""
@@ -178,6 +210,9 @@ def main() -> None:
                    help="let cuDNN time its convolution algorithms for each new shape and keep the fastest")
     p.add_argument("--profile", type=int, default=0, metavar="STEPS",
                    help="after timing, profile this many steps of each policy and print where the time goes")
+    p.add_argument("--syncs", type=int, default=0, metavar="STEPS",
+                   help="on a GPU, count the operations that make the host wait for it in this many steps, "
+                   "and where they are (of batches from --data's device copy when given)")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. train.ema_decay=0")
     a = p.parse_args()
 
@@ -223,6 +258,9 @@ def main() -> None:
         print(line, flush=True)
         if a.profile:
             profile(policy, batch, a.profile, **timing)
+        if a.syncs:
+            source = demo_batches(policy, a.data, batch_size, device, True) if a.data else batch
+            count_syncs(policy, source, a.syncs, **timing)
 
 
 if __name__ == "__main__":
