@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes.util
 import logging
 import os
+import warnings
 
 from libero_ll.errors import LiberoError
 
@@ -51,8 +52,12 @@ def ensure_gl_backend() -> str:
 def quiet_simulator_logs() -> None:
     """Keep robosuite's start-up chatter (private macro files, unused controller parts) off the console.
 
-    Its errors still show. Must run before robosuite is imported to silence the import-time messages.
+    Its errors still show. Must run before robosuite is imported to silence the import-time messages, among
+    them Python 3.12's warnings about invalid escape sequences in robosuite's own source, printed once per
+    process where its files were installed without compiling them.
     """
+    for category in (SyntaxWarning, DeprecationWarning):  # 3.12 and later; 3.11 and earlier
+        warnings.filterwarnings("ignore", "invalid escape sequence", category, r".*[/\\]robosuite[/\\]")
     logger = logging.getLogger("robosuite_logs")
     if _errors_only not in logger.filters:
         logger.addFilter(_errors_only)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -49,3 +50,18 @@ def test_users_choice_wins_and_nothing_found_is_explained(machine, monkeypatch):
     machine(set(), nvidia_driver=False)
     with pytest.raises(LiberoError, match="apt-get install"):
         gl.ensure_gl_backend()
+
+
+def test_robosuite_source_warnings_are_kept_off_the_console(tmp_path):
+    """Python 3.12 warns about invalid escape sequences in robosuite's source whenever it compiles it (once per
+    process where it was installed without compiled files); those warnings are silenced, and only those."""
+    import warnings
+
+    source = 'x = "\\ "\n'
+    category = SyntaxWarning if sys.version_info >= (3, 12) else DeprecationWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gl.quiet_simulator_logs()
+        compile(source, str(tmp_path / "site" / "robosuite" / "__init__.py"), "exec")
+        compile(source, str(tmp_path / "site" / "ours" / "__init__.py"), "exec")
+    assert [(w.category, os.path.basename(os.path.dirname(w.filename))) for w in caught] == [(category, "ours")]
