@@ -75,6 +75,7 @@ def held_out_errors(task_data, head: dict, steps: int = STEPS) -> tuple[dict, di
     """Train a small policy with `head` on all but the last demos; mean absolute errors of the mode and of
     the run-time action on every step of the held-out demos."""
     from libero_ll.data.dataset import SequenceDataset, TaskData
+    from libero_ll.learners.base import adamw
     from libero_ll.policies import make_policy
     from libero_ll.policies.gmm import gmm_mode
 
@@ -93,7 +94,7 @@ def held_out_errors(task_data, head: dict, steps: int = STEPS) -> tuple[dict, di
     policy.set_lowdim_stats({k: (v.mean(0), v.std(0)) for k, v in stats.items()})
     keys = [*policy.image_keys, *LOWDIM]
     data = SequenceDataset([train], policy.seq_len, keys)
-    optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-3, weight_decay=1e-4)
+    optimizer = adamw(policy.parameters(), 1e-3, 1e-4)  # fused, as the learners train
     policy.train()
     for _ in range(steps):
         loss = policy.compute_loss(data.get_batch(rng.integers(len(data), size=16)))
