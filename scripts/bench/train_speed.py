@@ -17,8 +17,8 @@ each policy with torch's profiler: the operators that take the most device time,
 launched per step and the GPU's busy time per step beside the wall time (a step whose GPU is busy for much
 less than its wall time is bound by launching work, not by doing it).
 ``--syncs STEPS`` counts, on a GPU, the operations in that many steps that make the host wait for the GPU
-(torch's CUDA sync debug mode) and prints where they are: a step that launches its work faster than the
-GPU does it needs none.
+(torch's CUDA sync debug mode) and prints where they are; a training step needs none, and each one keeps the
+host from queueing work while the GPU runs.
 
 Config overrides (``key=value``, as ``libero-ll train`` takes them) change the preset first, e.g.
 ``policy.cfg.encoder_channels_last=false`` or ``train.ema_decay=0``.
