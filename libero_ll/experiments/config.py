@@ -152,7 +152,8 @@ class ExperimentConfig:
         init_from: start the policy from the weights of an earlier run (pretraining): a checkpoint file
             written by a run, a run directory (its final policy), or a glob pattern of run directories
             (the last match in name order, i.e. the newest of one run name). None: random initial weights.
-            The run's own config.yaml names the file that was loaded, as an absolute path.
+            The run records the file it loaded in its environment.json (a resume before the first save
+            loads that file again).
     """
 
     name: str = "run"

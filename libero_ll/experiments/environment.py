@@ -1,7 +1,8 @@
 """What a run ran on, written to RUN_DIR/environment.json: one entry per session of the run (its start, then
 each resume), each with the command, the folder it ran from, the machine and device, and the versions of
 the software that shapes results (libero_ll and its git commit when run from a checkout, torch, numpy,
-MuJoCo, robosuite). Results differ between versions and devices; this file says which gave a run's.
+MuJoCo, robosuite), and the pretrained file a session loaded (`init_from`). Results differ between versions
+and devices; this file says which gave a run's.
 
     {"version": 1, "sessions": [{"started": "2026-11-26T21:50:02+00:00", "resumed": false,
                                  "command": [...], "cwd": "...", "host": "...", "device": "cpu (...)",
@@ -59,8 +60,9 @@ def device_name(device) -> str:
     return f"cpu ({_cpu_name()})"
 
 
-def describe(device, resumed: bool) -> dict:
-    """This session's entry of environment.json."""
+def describe(device, resumed: bool, init_from: str | None = None) -> dict:
+    """This session's entry of environment.json; `init_from`, the pretrained file the session loaded, is
+    recorded when it loaded one."""
     import torch
 
     import libero_ll
@@ -87,18 +89,19 @@ def describe(device, resumed: bool) -> dict:
         "platform": platform.platform(),
         "versions": versions,
         "git": _git(REPO_ROOT),
+        **({"init_from": str(init_from)} if init_from else {}),
     }
 
 
-def record_session(run_dir: Path, device, resumed: bool) -> list[dict]:
+def record_session(run_dir: Path, device, resumed: bool, init_from: str | None = None) -> list[dict]:
     """Append this session's entry to RUN_DIR/environment.json (written atomically) and return the sessions
     recorded before it, oldest first. A file that cannot be read as one is kept beside it as
-    environment.json.unreadable, not overwritten."""
+    environment.json.unreadable, not overwritten. `init_from`: the pretrained file the session loaded."""
     from libero_ll.experiments.lifelong import write_json
 
     path = Path(run_dir) / ENVIRONMENT_FILE
     sessions = load_sessions(run_dir)
     if not sessions and path.exists():
         os.replace(path, path.with_name(ENVIRONMENT_FILE + ".unreadable"))
-    write_json(path, {"version": VERSION, "sessions": [*sessions, describe(device, resumed)]})
+    write_json(path, {"version": VERSION, "sessions": [*sessions, describe(device, resumed, init_from)]})
     return sessions

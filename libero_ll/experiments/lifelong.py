@@ -29,6 +29,7 @@ from libero_ll.experiments.checkpoint import (
     rng_states,
     set_rng_states,
 )
+from libero_ll.evaluation.runs import load_sessions
 from libero_ll.experiments.environment import record_session
 from libero_ll.experiments.run_files import RunLog, keep_task_files, run_task_files
 from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
@@ -166,17 +167,16 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         }
         policy = make_policy(str(cfg.policy.name), policy_cfg, shape_meta).to(device)
         saved = _load_state(Path(resume)) if resume is not None else None
+        source = None
         if cfg.init_from and saved is None:
-            source = resolve_init_from(str(cfg.init_from)).resolve()
+            source = _init_from_as_started(cfg, resume)
             load_policy_weights(policy, source)
             log(f"policy initialised from {source}")
-            # The run's config.yaml names the file loaded: a glob or a relative path could name another one
-            # later or from elsewhere (a run resumed before its first save starts from init_from again).
-            cfg.init_from = str(source)
         run_dir = _open_run_dir(cfg, resume, log, run_dir)
         run_log.open(run_dir)
         keep_task_files(run_dir, tasks)
-        sessions = record_session(run_dir, device, resumed=resume is not None)  # those before this one
+        # The sessions before this one; this one's entry names the pretrained file it loaded.
+        sessions = record_session(run_dir, device, resumed=resume is not None, init_from=source)
         if resume is not None:
             _data_dir_as_started(cfg, sessions, log)
 
@@ -513,6 +513,19 @@ def _open_run_dir(cfg, resume, log, run_dir=None) -> Path:
     os.replace(tmp, run_dir / "config.yaml")
     log(f"run directory: {run_dir}")
     return run_dir
+
+
+def _init_from_as_started(cfg, resume) -> Path:
+    """The pretrained file to load: for a run resumed before its first save, the one its first session loaded
+    (environment.json), which a glob or a relative `init_from` may no longer name from here; else the one
+    `init_from` names now."""
+    if resume is not None:
+        loaded = next((s["init_from"] for s in load_sessions(resume) if s.get("init_from")), None)
+        if loaded is not None:
+            if not Path(loaded).is_file():
+                raise LiberoError(f"init_from: {loaded}, which this run was started from, no longer exists")
+            return Path(loaded)
+    return resolve_init_from(str(cfg.init_from)).resolve()
 
 
 def _data_dir_as_started(cfg, sessions: list[dict], log) -> None:

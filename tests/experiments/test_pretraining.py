@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -49,8 +50,10 @@ def test_init_from_starts_from_the_pretrained_policy(tmp_path, smoke_data, smoke
     assert any(str(pre_dir / "final_policy.pt") in line for line in lines)
     kept = torch.load(fine_dir / "checkpoints" / "task00_best.pt", weights_only=True)["policy"]
     assert kept.keys() == pretrained.keys() and all(torch.equal(kept[k], pretrained[k]) for k in kept)
-    # The run's config names the file loaded, not the glob, which a newer run would match next time.
-    assert load_config(fine_dir / "config.yaml").init_from == str((pre_dir / "final_policy.pt").resolve())
+    # The run's config keeps the glob (a sweep compares it, a report groups by it); the session records the file.
+    assert load_config(fine_dir / "config.yaml").init_from == pattern
+    sessions = json.loads((fine_dir / "environment.json").read_text())["sessions"]
+    assert sessions[0]["init_from"] == str((pre_dir / "final_policy.pt").resolve())
 
 
 def test_a_run_resumed_before_its_first_save_loads_the_same_pretrained_file(tmp_path, smoke_data, smoke_envs,
