@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from libero_ll.data.dataset import SequenceDataset, TaskData, load_task_data
+from libero_ll.data.dataset import SequenceDataset, TaskData, host_to_device, load_task_data
 from libero_ll.data.hdf5 import Demo, DemoWriter
 
 KEYS = ("agentview_rgb", "joint_states")
@@ -194,3 +194,37 @@ def test_next_actions_follow_the_window_and_are_masked_past_the_demo():
     assert "next_actions" not in SequenceDataset(two_tasks(), seq_len=2, obs_keys=KEYS).get_batch([3])
     with pytest.raises(ValueError, match="next_actions must be at least 0"):
         SequenceDataset(two_tasks(), seq_len=2, obs_keys=KEYS, next_actions=-1)
+
+
+class _CopyProbe:
+    """Stands in for a host tensor: records how `host_to_device` moves it (no GPU needed)."""
+
+    device = torch.device("cpu")
+
+    def __init__(self):
+        self.calls = []
+
+    def pin_memory(self):
+        self.calls.append("pin")
+        return self
+
+    def to(self, device, non_blocking=False):
+        self.calls.append(("to", str(device), non_blocking))
+        return self
+
+
+def test_host_to_device_pins_for_a_gpu_except_inside_a_compiled_step(monkeypatch):
+    # Eager, to a GPU: through pinned memory, without waiting.
+    probe = _CopyProbe()
+    host_to_device(probe, "cuda")
+    assert probe.calls == ["pin", ("to", "cuda", True)]
+    # To the CPU: a plain copy.
+    probe = _CopyProbe()
+    host_to_device(probe, "cpu")
+    assert probe.calls == [("to", "cpu", False)]
+    # Traced by torch.compile (train.compile), which cannot trace pinning: a plain copy. Without this, a
+    # compiled training step on a GPU stopped in dynamo at the pinning.
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    probe = _CopyProbe()
+    host_to_device(probe, "cuda")
+    assert probe.calls == [("to", "cuda", False)]
