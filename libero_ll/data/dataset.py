@@ -22,8 +22,8 @@ def host_to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Te
     A copy from ordinary (pageable) host memory to a CUDA device waits until the GPU has finished all the
     work queued before it, so that a training step which copies a few indices or random numbers this way
     cannot queue its next kernels while the GPU runs the last ones. A copy from pinned memory is queued like
-    a kernel. Elsewhere, and inside a function being compiled (``torch.compile`` cannot trace pinning; a
-    step captured as CUDA graphs makes no such copy at run time anyway), this is a plain ``tensor.to(device)``."""
+    a kernel. Elsewhere, and inside a function being compiled (``torch.compile`` cannot trace pinning), this
+    is a plain ``tensor.to(device)``."""
     device = torch.device(device)
     if device.type == "cuda" and tensor.device.type == "cpu" and not torch.compiler.is_compiling():
         return tensor.pin_memory().to(device, non_blocking=True)
