@@ -89,12 +89,14 @@ def register(sub) -> None:
     s.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (e.g. a sweep's, DIR/*)")
     s.add_argument(
         "--checkpoint", default="final",
-        help="'final' (the policy after the last stage; default) or a task number from 1 (the policy kept "
-        "when that task's stage ended)",
+        help="'final' (the policy after the last stage; default), a task number from 1 (the policy kept "
+        "when that task's stage ended) or 'latest' (the weights of the last saved epoch, as the run evaluates "
+        "them: a run stopped in mid-stage too)",
     )
     s.add_argument(
         "--tasks", nargs="*", metavar="TASK",
-        help="task numbers from 1 or names (default: all for the final policy, the stage's own for a stage's)",
+        help="task numbers from 1 or names (default: all for the final policy, the stage's own for a stage's, "
+        "the tasks begun for 'latest')",
     )
     s.add_argument("--rollouts", type=int, help="rollouts per task (default: the run's eval.rollouts)")
     s.add_argument(

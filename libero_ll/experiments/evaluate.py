@@ -102,19 +102,29 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 
 
 def _weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tuple[Path, list[int] | None]:
-    """The file of `checkpoint` ("final" or a task number from 1) and the tasks its stage learned (None
-    for the final policy)."""
+    """The file of `checkpoint` ("final", "latest" or a task number from 1) and the tasks its stage learned
+    (None for the final policy; for "latest" the tasks the run has begun, from its saved success curves)."""
+    if checkpoint == "latest":
+        path = run_dir / STATE_FILE
+        if not path.exists():
+            raise LiberoError(f"{run_dir} has no {STATE_FILE}: the run has not saved an epoch yet")
+        curves = (load_checkpoint(path).get("tensor") or {}).get("curves") or []
+        begun = [j for j, curve in enumerate(curves) if curve]
+        return path, begun or list(range(len(names)))
     if checkpoint == "final":
         path = run_dir / FINAL_POLICY
         if not path.exists():
             kept = sorted(p.name for p in (run_dir / "checkpoints").glob("*.pt"))
             hint = f"; stages kept so far: {', '.join(kept)} (--checkpoint N)" if kept else ""
-            raise LiberoError(f"{run_dir} has no {FINAL_POLICY}: the run has not finished{hint}")
+            raise LiberoError(f"{run_dir} has no {FINAL_POLICY}: the run has not finished{hint}; "
+                              f"--checkpoint latest evaluates its last saved epoch")
         return path, None
     try:
         number = int(checkpoint)
     except ValueError:
-        raise LiberoError(f"checkpoint {checkpoint!r}: give 'final' or a task number from 1 to {len(names)}") from None
+        raise LiberoError(
+            f"checkpoint {checkpoint!r}: give 'final', 'latest' or a task number from 1 to {len(names)}"
+        ) from None
     if not 1 <= number <= len(names):
         raise LiberoError(f"checkpoint {number}: the run has tasks 1 to {len(names)}")
     own = run_dir / "checkpoints" / f"task{number - 1:02d}_best.pt"
@@ -182,9 +192,11 @@ def evaluate_run(
     Args:
         run_dir: a run directory (its config.yaml, init_states.npz and checkpoints).
         checkpoint: "final" (the policy after the last stage, with the learner's per-task networks for
-            PackNet) or a task number from 1 (the policy kept when that task's stage ended).
+            PackNet), a task number from 1 (the policy kept when that task's stage ended) or "latest" (the
+            weights of the run's last saved epoch, from its resume state, as its evaluations see them: the
+            moving average with train.ema_decay; a run stopped in mid-stage can be evaluated so).
         tasks: task numbers from 1 or task names; default every task for the final policy, the stage's
-            own tasks for a stage's policy.
+            own tasks for a stage's policy, the tasks the run has begun for "latest".
         rollouts: rollouts per task; default the run's eval.rollouts, or `new_states` when that is given.
         new_states: when given, start the rollouts from this many initial states sampled anew (seed
             `init_seed`) instead of the run's own; rollout i starts from state i % M either way.
@@ -227,7 +239,8 @@ def evaluate_run(
     task_files = kept or suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     names = [t.stem for t in task_files]
     changed = _changed_since(kept, cfg) if kept else []
-    weights, stage = _weights_file(run_dir, str(checkpoint), names)
+    checkpoint = str(checkpoint)
+    weights, stage = _weights_file(run_dir, checkpoint, names)
     chosen = _task_numbers(tasks, names, stage if stage is not None else list(range(len(names))))
     for value, what in ((rollouts, "rollouts"), (new_states, "new_states"), (max_steps, "max_steps")):
         if value is not None and int(value) < 1:
@@ -254,15 +267,18 @@ def evaluate_run(
     policy = make_policy(str(cfg.policy.name), keys, shape_meta)
     acting = "mode" if policy.cfg.deterministic_eval else "sampled"
     load_policy_weights(policy, weights)
+    if checkpoint == "latest":
+        _load_averaged_weights(policy, weights)
     policy.to(_device("auto"))  # the GPU when there is one, whatever the run trained on
     train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
     learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
-    if learner.per_task_networks and stage is not None and any(j not in stage for j in chosen):
+    own_stage = stage is not None and checkpoint != "latest"
+    if learner.per_task_networks and own_stage and any(j not in stage for j in chosen):
         raise LiberoError(
             f"checkpoint {checkpoint}: {cfg.learner.name} makes each task a network of its own at the end of its "
             f"stage, so a stage's kept weights are no other task's network; evaluate the final policy instead"
         )
-    if learner.per_task_networks and stage is None:
+    if learner.per_task_networks and not own_stage:
         if not (run_dir / STATE_FILE).exists():
             raise LiberoError(
                 f"{run_dir} has no {STATE_FILE}, which holds what {cfg.learner.name} needs to make each task's "
@@ -340,6 +356,20 @@ def evaluate_run(
             evaluator.close()
         for env in envs.values():
             env.close()
+
+
+def _load_averaged_weights(policy: torch.nn.Module, state_file: Path) -> None:
+    """Put into `policy` the moving average of its weights that a resume state holds, if it holds one (a run
+    with train.ema_decay, in mid-stage): what the run's own evaluations rolled out."""
+    average = (load_checkpoint(state_file).get("learner") or {}).get("ema")
+    if not average:
+        return
+    params = dict(policy.named_parameters())
+    if set(average) != set(params):
+        raise LiberoError(f"{state_file}: its averaged weights do not match the policy's parameters")
+    with torch.no_grad():
+        for name, p in params.items():
+            p.copy_(average[name])
 
 
 def _language(task_file: Path) -> str:

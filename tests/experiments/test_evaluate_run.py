@@ -101,6 +101,63 @@ def test_final_policy_rolls_out_as_loaded_by_hand(run_dir, smoke_envs):
     assert set(here.ends) == set(here.frames)
 
 
+class Crash(Exception):
+    pass
+
+
+def test_latest_rolls_out_a_run_stopped_mid_stage_with_its_averaged_weights(tmp_path, smoke_data, smoke_envs,
+                                                                              make_smoke_config):
+    import torch
+
+    from libero_ll.data.hdf5 import LOWDIM_SIZES
+    from libero_ll.evaluation.rollout import run_rollouts
+    from libero_ll.experiments.config import load_config, policy_config
+    from libero_ll.experiments.checkpoint import load_checkpoint, load_policy_weights
+    from libero_ll.policies import make_policy
+    from libero_ll.policies.language import encode_instructions
+
+    cfg = make_smoke_config(tmp_path, smoke_data, *FAST, "train.ema_decay=0.9")
+    lines = []
+
+    def stop(line: str) -> None:  # the run stops after epoch 2's evaluation, before epoch 2 is saved
+        lines.append(line)
+        if line.startswith("stage 1 epoch 2"):
+            raise Crash(line)
+
+    with pytest.raises(Crash):
+        run_lifelong(cfg, log=stop, envs=smoke_envs)
+    run = Path(lines[0].split(": ", 1)[1])
+    assert not (run / "final_policy.pt").exists() and not list((run / "checkpoints").glob("*.pt"))
+    here = Frames()
+    result = evaluate_run(run, checkpoint="latest", rollouts=2, workers=1, recorder=here, log=lambda s: None)
+    # The task begun, from the saved state.
+    assert result.checkpoint == "resume.pt" and [r.number for r in result.tasks] == [1]
+    # The same rollouts as epoch 1's averaged weights loaded by hand; the raw weights act otherwise.
+    state = load_checkpoint(run / "resume.pt")
+    assert state["position"] == {"stage": 0, "phase": "train", "epoch": 1} and state["learner"]["ema"]
+    run_cfg = load_config(run / "config.yaml")
+    embs = encode_instructions([e.spec.language for e in smoke_envs], "task_id")
+    meta = {"image_shape": (32, 32, 3), "lowdim": LOWDIM_SIZES, "action_dim": 7, "task_emb_dim": embs.shape[1]}
+    rolled = {}
+    for weights in ("averaged", "raw"):
+        policy = make_policy("resnet_t", policy_config(run_cfg), meta)
+        load_policy_weights(policy, run / "resume.pt")
+        if weights == "averaged":
+            with torch.no_grad():
+                for name, p in policy.named_parameters():
+                    p.copy_(state["learner"]["ema"][name])
+        policy.eval()
+        rolled[weights] = Frames()
+        with np.load(run / "init_states.npz") as f, torch.no_grad():
+            run_rollouts(policy, smoke_envs[0], f[list(run_cfg.tasks)[0]], embs[0], 2, 6,
+                         int(run_cfg.eval.still_steps), recorder=rolled[weights], task=0)
+    assert _same(here, rolled["averaged"])
+    assert not _same(here, rolled["raw"])
+    # From the command line too, into the run's evaluations folder.
+    assert main(["evaluate", str(run), "--checkpoint", "latest", "--rollouts", "1", "--workers", "1"]) == 0
+    assert [p.name.split("_")[0] for p in (run / "evaluations").glob("*.json")] == ["resume"]
+
+
 def test_stage_checkpoint_and_new_states(run_dir):
     first, again, own = Frames(), Frames(), Frames()
     result = evaluate_run(run_dir, checkpoint="1", new_states=3, init_seed=5, workers=1, recorder=first,
@@ -232,6 +289,9 @@ def test_bad_input_is_named(run_dir, tmp_path, capsys):
     shutil.copytree(run_dir, unfinished)
     (unfinished / "final_policy.pt").unlink()
     (unfinished / "checkpoints" / "task01_best.pt").unlink()
+    no_state = tmp_path / "no_state"
+    shutil.copytree(run_dir, no_state)
+    (no_state / "resume.pt").unlink()
     cases = [
         ([str(tmp_path)], "not a run directory"),
         ([str(run_dir), str(tmp_path)], "not a run directory"),
@@ -239,7 +299,8 @@ def test_bad_input_is_named(run_dir, tmp_path, capsys):
         ([str(unfinished)], "has not finished; stages kept so far: task00_best.pt"),
         ([str(unfinished), "--checkpoint", "2"], "no kept policy of task 2"),
         ([str(run_dir), "--checkpoint", "3"], "the run has tasks 1 to 2"),
-        ([str(run_dir), "--checkpoint", "best"], "give 'final' or a task number"),
+        ([str(run_dir), "--checkpoint", "best"], "give 'final', 'latest' or a task number"),
+        ([str(no_state), "--checkpoint", "latest"], "has no resume.pt: the run has not saved an epoch yet"),
         ([str(run_dir), "--tasks", "stack_the_bowls"], "'stack_the_bowls' is not one of the run's tasks: 1 put_the"),
         ([str(run_dir), "--rollouts", "0"], "rollouts must be 1 or more"),
         ([str(run_dir), "--actions", "greedy"], "actions must be one of sampled, mode, got 'greedy'"),
