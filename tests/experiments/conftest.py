@@ -23,6 +23,33 @@ def make_smoke_config():
     return smoke_config
 
 
+class Crash(Exception):
+    """Stands for the process dying at the moment a given log line is printed (before that epoch's save)."""
+
+
+def stopped_run(cfg, at: str, envs=None) -> Path:
+    """Run `cfg` until it logs a line starting with `at`, stop it there (raising from its log, before what
+    follows that line is saved), and return its run directory."""
+    from libero_ll.experiments.lifelong import run_lifelong
+
+    lines = []
+
+    def stop(line: str) -> None:
+        lines.append(line)
+        if line.startswith(at):
+            raise Crash(line)
+
+    with pytest.raises(Crash):
+        run_lifelong(cfg, log=stop, envs=envs)
+    return Path(lines[0].split(": ", 1)[1])
+
+
+@pytest.fixture(scope="session")
+def stop_run():
+    """`stopped_run` for tests."""
+    return stopped_run
+
+
 @pytest.fixture(scope="session")
 def smoke_data(tmp_path_factory) -> Path:
     """A folder with the smoke preset's demos of its two tasks (collected by the expert once per session)."""

@@ -101,12 +101,8 @@ def test_final_policy_rolls_out_as_loaded_by_hand(run_dir, smoke_envs):
     assert set(here.ends) == set(here.frames)
 
 
-class Crash(Exception):
-    pass
-
-
 def test_latest_rolls_out_a_run_stopped_mid_stage_with_its_averaged_weights(tmp_path, smoke_data, smoke_envs,
-                                                                              make_smoke_config):
+                                                                              make_smoke_config, stop_run):
     import torch
 
     from libero_ll.data.hdf5 import LOWDIM_SIZES
@@ -117,16 +113,8 @@ def test_latest_rolls_out_a_run_stopped_mid_stage_with_its_averaged_weights(tmp_
     from libero_ll.policies.language import encode_instructions
 
     cfg = make_smoke_config(tmp_path, smoke_data, *FAST, "train.ema_decay=0.9")
-    lines = []
-
-    def stop(line: str) -> None:  # the run stops after epoch 2's evaluation, before epoch 2 is saved
-        lines.append(line)
-        if line.startswith("stage 1 epoch 2"):
-            raise Crash(line)
-
-    with pytest.raises(Crash):
-        run_lifelong(cfg, log=stop, envs=smoke_envs)
-    run = Path(lines[0].split(": ", 1)[1])
+    # Stopped after epoch 2's evaluation, before epoch 2 is saved.
+    run = stop_run(cfg, "stage 1 epoch 2", smoke_envs)
     assert not (run / "final_policy.pt").exists() and not list((run / "checkpoints").glob("*.pt"))
     here = Frames()
     result = evaluate_run(run, checkpoint="latest", rollouts=2, workers=1, recorder=here, log=lambda s: None)

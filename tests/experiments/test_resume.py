@@ -20,10 +20,6 @@ REPO = Path(__file__).resolve().parents[2]
 FAST = ["train.epochs=2", "eval.max_steps=4", "eval.init_states=1", "language_encoder=task_id"]
 
 
-class Crash(Exception):
-    """Stands for the process dying at the moment a given log line is printed (before that epoch's save)."""
-
-
 def _results(run_dir: Path) -> dict:
     success = json.loads((run_dir / "success.json").read_text())
     return {
@@ -50,22 +46,13 @@ def _same_weights(a: Path, b: Path) -> bool:
     ],
 )
 def test_crash_and_resume_matches_uninterrupted(learner, crash_at, workers, tmp_path, smoke_data, smoke_envs,
-                                                make_smoke_config):
+                                                make_smoke_config, stop_run):
     overrides = [*FAST, f"learner.name={learner}", "learner.by_name.packnet.finetune_epochs=2",
                  f"eval.workers={workers}", f"eval.rollouts={workers}"]
     whole = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *overrides), log=lambda s: None, envs=smoke_envs)
 
     cfg = make_smoke_config(tmp_path / "b", smoke_data, *overrides)
-    lines = []
-
-    def crash(line: str) -> None:
-        lines.append(line)
-        if line.startswith(crash_at):
-            raise Crash(line)
-
-    with pytest.raises(Crash):
-        run_lifelong(cfg, log=crash, envs=smoke_envs)
-    run_dir = Path(lines[0].split(": ", 1)[1])
+    run_dir = stop_run(cfg, crash_at, smoke_envs)
     resumed_lines = []
     run_lifelong(cfg, log=resumed_lines.append, resume=run_dir, envs=smoke_envs)
 
@@ -78,7 +65,8 @@ def test_crash_and_resume_matches_uninterrupted(learner, crash_at, workers, tmp_
     assert _same_weights(run_dir / "final_policy.pt", whole / "final_policy.pt")
 
 
-def test_resume_uses_the_runs_own_task_files(tmp_path, smoke_data, smoke_envs, make_smoke_config, monkeypatch):
+def test_resume_uses_the_runs_own_task_files(tmp_path, smoke_data, smoke_envs, make_smoke_config, monkeypatch,
+                                             stop_run):
     """A run of a suite in a folder (a generated one, say) continues from its own copies of the task files
     when that folder is gone or the run is continued from elsewhere, reads a relative data.dir from the folder
     it was started in, and ends as an uninterrupted run."""
@@ -90,16 +78,7 @@ def test_resume_uses_the_runs_own_task_files(tmp_path, smoke_data, smoke_envs, m
     shutil.copytree(smoke_data, tmp_path / "work" / "demos")
     monkeypatch.chdir(tmp_path / "work")
     cfg = make_smoke_config(tmp_path / "b", Path("demos"), *FAST, "suite=my_suite")
-    lines = []
-
-    def crash(line: str) -> None:
-        lines.append(line)
-        if line.startswith("stage 2 epoch 1"):
-            raise Crash(line)
-
-    with pytest.raises(Crash):
-        run_lifelong(cfg, log=crash, envs=smoke_envs)
-    run_dir = Path(lines[0].split(": ", 1)[1])
+    run_dir = stop_run(cfg, "stage 2 epoch 1", smoke_envs)
     shutil.rmtree(suite)
     monkeypatch.chdir(tmp_path)
     resumed = []
