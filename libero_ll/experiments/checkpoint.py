@@ -107,17 +107,18 @@ def resolve_init_from(spec: str) -> Path:
     return path
 
 
-def load_policy_weights(policy: torch.nn.Module, path: Path) -> None:
+def load_policy_weights(policy: torch.nn.Module, path: Path, ckpt: dict | None = None) -> None:
     """Load a run's policy weights into `policy`, which must have the same architecture.
 
     Args:
         policy: the freshly built policy.
         path: a checkpoint holding {"policy": state_dict, ...} (a task's best, the final policy, or resume.pt).
+        ckpt: the checkpoint's contents when the caller has already read them (then `path` only names it).
 
     Raises:
         LiberoError: naming the checkpoint and the first mismatching parameters.
     """
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path) if ckpt is None else ckpt
     state = ckpt.get("policy") if isinstance(ckpt, dict) else None
     if not isinstance(state, dict):
         raise LiberoError(f"{path}: holds no policy weights (no 'policy' entry)")

@@ -103,14 +103,12 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 
 def _weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tuple[Path, list[int] | None]:
     """The file of `checkpoint` ("final", "latest" or a task number from 1) and the tasks its stage learned
-    (None for the final policy; for "latest" the tasks the run has begun, from its saved success curves)."""
+    (None for the final policy and for "latest", the run's resume state)."""
     if checkpoint == "latest":
         path = run_dir / STATE_FILE
         if not path.exists():
             raise LiberoError(f"{run_dir} has no {STATE_FILE}: the run has not saved an epoch yet")
-        curves = (load_checkpoint(path).get("tensor") or {}).get("curves") or []
-        begun = [j for j, curve in enumerate(curves) if curve]
-        return path, begun or list(range(len(names)))
+        return path, None
     if checkpoint == "final":
         path = run_dir / FINAL_POLICY
         if not path.exists():
@@ -241,7 +239,14 @@ def evaluate_run(
     changed = _changed_since(kept, cfg) if kept else []
     checkpoint = str(checkpoint)
     weights, stage = _weights_file(run_dir, checkpoint, names)
-    chosen = _task_numbers(tasks, names, stage if stage is not None else list(range(len(names))))
+    # The resume state, read once: the latest weights, the tasks begun, PackNet's per-task networks.
+    saved = load_checkpoint(weights) if checkpoint == "latest" else None
+    if saved is not None:
+        curves = (saved.get("tensor") or {}).get("curves") or []
+        default = [j for j, curve in enumerate(curves) if curve] or list(range(len(names)))
+    else:
+        default = stage if stage is not None else list(range(len(names)))
+    chosen = _task_numbers(tasks, names, default)
     for value, what in ((rollouts, "rollouts"), (new_states, "new_states"), (max_steps, "max_steps")):
         if value is not None and int(value) < 1:
             raise LiberoError(f"{what} must be 1 or more, got {value}")
@@ -266,25 +271,24 @@ def evaluate_run(
         keys["deterministic_eval"] = actions == "mode"
     policy = make_policy(str(cfg.policy.name), keys, shape_meta)
     acting = "mode" if policy.cfg.deterministic_eval else "sampled"
-    load_policy_weights(policy, weights)
-    if checkpoint == "latest":
-        _load_averaged_weights(policy, weights)
+    load_policy_weights(policy, weights, saved)
+    if saved is not None:
+        _load_averaged_weights(policy, saved, weights)
     policy.to(_device("auto"))  # the GPU when there is one, whatever the run trained on
     train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
     learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
-    own_stage = stage is not None and checkpoint != "latest"
-    if learner.per_task_networks and own_stage and any(j not in stage for j in chosen):
+    if learner.per_task_networks and stage is not None and any(j not in stage for j in chosen):
         raise LiberoError(
             f"checkpoint {checkpoint}: {cfg.learner.name} makes each task a network of its own at the end of its "
             f"stage, so a stage's kept weights are no other task's network; evaluate the final policy instead"
         )
-    if learner.per_task_networks and not own_stage:
+    if learner.per_task_networks and stage is None:
         if not (run_dir / STATE_FILE).exists():
             raise LiberoError(
                 f"{run_dir} has no {STATE_FILE}, which holds what {cfg.learner.name} needs to make each task's "
                 f"network from the final weights"
             )
-        learner.load_eval_state(load_checkpoint(run_dir / STATE_FILE)["learner"])
+        learner.load_eval_state((saved or load_checkpoint(run_dir / STATE_FILE))["learner"])
 
     envs: dict[int, LiberoEnv] = {}
     if video_dir is not None and recorder is not None:
@@ -358,10 +362,11 @@ def evaluate_run(
             env.close()
 
 
-def _load_averaged_weights(policy: torch.nn.Module, state_file: Path) -> None:
-    """Put into `policy` the moving average of its weights that a resume state holds, if it holds one (a run
-    with train.ema_decay, in mid-stage): what the run's own evaluations rolled out."""
-    average = (load_checkpoint(state_file).get("learner") or {}).get("ema")
+def _load_averaged_weights(policy: torch.nn.Module, saved: dict, state_file: Path) -> None:
+    """Put into `policy` the moving average of its weights that a resume state (`saved`, read from
+    `state_file`) holds, if it holds one (a run with train.ema_decay, in mid-stage): what the run's own
+    evaluations rolled out."""
+    average = (saved.get("learner") or {}).get("ema")
     if not average:
         return
     params = dict(policy.named_parameters())

@@ -329,6 +329,10 @@ def test_packnet_final_policy_gives_each_task_its_own_network(tmp_path, smoke_da
     assert not np.array_equal(plain.frames[(0, 0)][-1], masked.frames[(0, 0)][-1])
     with pytest.raises(LiberoError, match="no other task's network"):
         evaluate_run(run, checkpoint="1", tasks=["2"], workers=1, log=lambda s: None)
+    # The last saved state of the finished run is its final policy, task 1 through its own network too.
+    latest = Frames()
+    evaluate_run(run, checkpoint="latest", tasks=["1"], workers=1, recorder=latest, log=lambda s: None)
+    assert _same(masked, latest)
     (run / "resume.pt").unlink()
     with pytest.raises(LiberoError, match="has no resume.pt"):
         evaluate_run(run, workers=1, log=lambda s: None)
