@@ -79,7 +79,7 @@ def render_gallery(output: str | Path, tile: int = 192, columns: int = 7, catego
             name = mujoco.mj_id2name(env.model, mujoco.mjtObj.mjOBJ_GEOM, g) or ""
             if name.startswith("wall"):
                 env.model.geom_rgba[g, 3] = 0.0  # the walls would hide the far tiles
-        renderer = CameraRenderer(env.model, tile, shadows=True, reflections=True)
+        renderer = CameraRenderer(env.model, tile, shadows=True, reflections=True, fine_round=True)
         for cat in things:
             model = get_model(cat)
             inst = f"{cat}_1"

@@ -47,6 +47,32 @@ def test_no_culling_with_shadows_or_reflections(soup_env):
             r.close()
 
 
+def test_round_geoms_drawn_with_fewer_facets_change_few_pixels_and_not_the_model(soup_env):
+    """Observations draw spheres and cylinders with ROUND_SLICES x ROUND_STACKS facets; the model keeps its own
+    (MuJoCo's 28 x 16, which `fine_round` draws) and the pictures differ only along round outlines."""
+    from libero_ll.envs.render import ROUND_SLICES, ROUND_STACKS
+
+    quality = soup_env.model.vis.quality
+    own = quality.numslices, quality.numstacks
+    assert (ROUND_SLICES, ROUND_STACKS) < own
+    soup_env.reset(seed=3)
+    renderers = {fine: CameraRenderer(soup_env.model, 96, fine_round=fine) for fine in (False, True)}
+    try:
+        assert (quality.numslices, quality.numstacks) == own
+        for step in range(3):
+            soup_env.step(np.r_[0.5, 0.0, -0.5, 0.0, 0.0, 0.3, -1.0])
+            for cam in CAMERAS:
+                coarse, fine = (renderers[f].render(soup_env.data, cam).astype(int) for f in (False, True))
+                changed = (np.abs(coarse - fine).max(axis=-1) > 10).mean()
+                assert changed < 0.01, (cam, step, changed)
+                if cam == "agentview":
+                    # The soup can and the basket's round parts are in view: the facets did change.
+                    assert (coarse != fine).any(), "the facets made no difference"
+    finally:
+        for r in renderers.values():
+            r.close()
+
+
 def test_simplified_robot_looks_like_the_detailed_one_with_fewer_triangles():
     import mujoco
 

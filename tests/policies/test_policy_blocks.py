@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from libero_ll.errors import LiberoError
-from libero_ll.policies.encoders import FiLM, ResNetFiLMEncoder
+from libero_ll.policies.encoders import FiLM, ResNetFiLMEncoder, SpatialSoftmax
 from libero_ll.policies.temporal import TemporalTransformer
 
 
@@ -28,6 +28,30 @@ def test_patch_stem_gives_the_conv_stems_resolution():
     assert maps["conv"] == maps["patch"] == (2, 8, 16, 16)
     with pytest.raises(LiberoError, match="stem"):
         ResNetFiLMEncoder(cond_size=5, stem="pixel")
+
+
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
+def test_spatial_softmax_gives_each_keypoints_expected_position(layout):
+    """Keypoint k's output is the mean (x, y) over the map's positions, weighted by the softmax of its 1x1
+    convolution divided by the temperature; written out plainly here, forward and backward, in both layouts."""
+    torch.manual_seed(0)
+    pool = SpatialSoftmax(6, num_keypoints=4)
+    with torch.no_grad():
+        pool.log_temperature.fill_(-0.7)
+    x = torch.randn(3, 6, 5, 7).contiguous(memory_format=layout).requires_grad_()
+    got = pool(x)
+    w, b, t = pool.keypoints.weight[:, :, 0, 0], pool.keypoints.bias, pool.log_temperature.exp()
+    logits = (torch.einsum("kc,nchw->nkhw", w, x) + b[:, None, None]) / t
+    attn = torch.softmax(logits.flatten(2), dim=-1).view(3, 4, 5, 7)
+    ys, xs = torch.linspace(-1, 1, 5), torch.linspace(-1, 1, 7)
+    want = torch.cat([(attn * xs).sum(dim=(2, 3)), (attn * ys[:, None]).sum(dim=(2, 3))], dim=1)
+    assert got.shape == (3, 8)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    params = [x, pool.keypoints.weight, pool.keypoints.bias, pool.log_temperature]
+    # Gradients: a loss that weighs every output differently, so that a swapped x and y would show.
+    weights = torch.randn(3, 8)
+    for a, b in zip(torch.autograd.grad((got * weights).sum(), params), torch.autograd.grad((want * weights).sum(), params)):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
 def test_encoder_layout_changes_the_memory_not_the_function():
