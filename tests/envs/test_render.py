@@ -54,7 +54,7 @@ def test_round_geoms_drawn_with_fewer_facets_change_few_pixels_and_not_the_model
 
     quality = soup_env.model.vis.quality
     own = quality.numslices, quality.numstacks
-    assert (ROUND_SLICES, ROUND_STACKS) < own
+    assert ROUND_SLICES < own[0] and ROUND_STACKS < own[1]
     soup_env.reset(seed=3)
     renderers = {fine: CameraRenderer(soup_env.model, 96, fine_round=fine) for fine in (False, True)}
     try:

@@ -50,8 +50,9 @@ def test_spatial_softmax_gives_each_keypoints_expected_position(layout):
     params = [x, pool.keypoints.weight, pool.keypoints.bias, pool.log_temperature]
     # Gradients: a loss that weighs every output differently, so that a swapped x and y would show.
     weights = torch.randn(3, 8)
-    for a, b in zip(torch.autograd.grad((got * weights).sum(), params), torch.autograd.grad((want * weights).sum(), params)):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    grads = [torch.autograd.grad((out * weights).sum(), params) for out in (got, want)]
+    for name, a, b in zip(("x", "weight", "bias", "log_temperature"), *grads):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=name)
 
 
 def test_encoder_layout_changes_the_memory_not_the_function():
