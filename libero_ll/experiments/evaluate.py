@@ -217,6 +217,7 @@ def evaluate_run(
     from libero_ll.data.hdf5 import LOWDIM_SIZES
     from libero_ll.envs.env import LiberoEnv
     from libero_ll.evaluation.rollout import run_rollouts
+    from libero_ll.evaluation.success import SuccessTensor
     from libero_ll.experiments.config import learner_options, load_config, policy_config
     from libero_ll.experiments.checkpoint import load_policy_weights
     from libero_ll.learners import TrainConfig, make_learner
@@ -242,7 +243,10 @@ def evaluate_run(
     # The resume state, read once: the latest weights, the tasks begun, PackNet's per-task networks.
     saved = load_checkpoint(weights) if checkpoint == "latest" else None
     if saved is not None:
-        curves = (saved.get("tensor") or {}).get("curves") or []
+        try:
+            curves = SuccessTensor.from_dict(saved["tensor"]).curves
+        except (KeyError, ValueError, TypeError) as e:
+            raise LiberoError(f"{weights}: its record of success cannot be read ({e})") from None
         default = [j for j, curve in enumerate(curves) if curve] or list(range(len(names)))
     else:
         default = stage if stage is not None else list(range(len(names)))
@@ -272,11 +276,15 @@ def evaluate_run(
     policy = make_policy(str(cfg.policy.name), keys, shape_meta)
     acting = "mode" if policy.cfg.deterministic_eval else "sampled"
     load_policy_weights(policy, weights, saved)
-    if saved is not None:
-        _load_averaged_weights(policy, saved, weights)
     policy.to(_device("auto"))  # the GPU when there is one, whatever the run trained on
     train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
     learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
+    if saved is not None:
+        # What the run's own evaluations rolled out: the moving average, when the run kept one.
+        try:
+            learner.load_averaged_weights(saved["learner"])
+        except LiberoError as e:
+            raise LiberoError(f"{weights}: {e}") from None
     if learner.per_task_networks and stage is not None and any(j not in stage for j in chosen):
         raise LiberoError(
             f"checkpoint {checkpoint}: {cfg.learner.name} makes each task a network of its own at the end of its "
@@ -360,21 +368,6 @@ def evaluate_run(
             evaluator.close()
         for env in envs.values():
             env.close()
-
-
-def _load_averaged_weights(policy: torch.nn.Module, saved: dict, state_file: Path) -> None:
-    """Put into `policy` the moving average of its weights that a resume state (`saved`, read from
-    `state_file`) holds, if it holds one (a run with train.ema_decay, in mid-stage): what the run's own
-    evaluations rolled out."""
-    average = (saved.get("learner") or {}).get("ema")
-    if not average:
-        return
-    params = dict(policy.named_parameters())
-    if set(average) != set(params):
-        raise LiberoError(f"{state_file}: its averaged weights do not match the policy's parameters")
-    with torch.no_grad():
-        for name, p in params.items():
-            p.copy_(average[name])
 
 
 def _language(task_file: Path) -> str:

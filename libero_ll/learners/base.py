@@ -313,15 +313,22 @@ class Learner:
             return
         params = dict(self.policy.named_parameters())
         raw = {n: p.detach().clone() for n, p in params.items()}
-        with torch.no_grad():
-            for n, p in params.items():
-                p.copy_(self._ema[n])
+        _copy_weights(params, self._ema)
         try:
             yield
         finally:
-            with torch.no_grad():
-                for n, p in params.items():
-                    p.copy_(raw[n])
+            _copy_weights(params, raw)
+
+    def load_averaged_weights(self, state: dict) -> None:
+        """Put into the policy the moving average of its weights that a `state_dict()` holds, if it holds one
+        (saved in mid-stage with train.ema_decay): the weights the run's evaluations rolled out."""
+        average = state.get("ema")
+        if not average:
+            return
+        params = dict(self.policy.named_parameters())
+        if set(average) != set(params):
+            raise LiberoError("the saved moving average of the weights does not match the policy's parameters")
+        _copy_weights(params, average)
 
     def _schedule(self) -> None:
         # Cosine decay from lr to min_lr over the stage's total number of steps.
@@ -397,6 +404,12 @@ class Learner:
         ema = state.get("ema")
         self._ema = None if ema is None else {n: t.clone() for n, t in ema.items()}
         self._ema_steps = int(state.get("ema_steps", 0))
+
+
+def _copy_weights(params: dict[str, torch.nn.Parameter], values: dict[str, torch.Tensor]) -> None:
+    with torch.no_grad():
+        for n, p in params.items():
+            p.copy_(values[n])
 
 
 def _rng_state(rng: np.random.Generator) -> dict:
