@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 # Geom groups drawn: 1 holds robosuite's visual meshes, 2 our objects' geoms; 0 (collision) is hidden.
@@ -197,4 +199,23 @@ class CameraRenderer:
         return out & (radius > 0)
 
     def close(self) -> None:
-        self._renderer.close()
+        """Free the renderer's GL objects and context, leaving every other renderer's intact.
+
+        MuJoCo's `Renderer.close` destroys its GL context first and then deletes the rendering context's GL
+        objects by number in whatever context is current: when that is another renderer's (the one that drew
+        last), that renderer's textures and meshes with the same numbers go, and its pictures come out dark.
+        So the objects are deleted here first, in this renderer's own context.
+        """
+        renderer = self._renderer
+        gl, objects = getattr(renderer, "_gl_context", None), getattr(renderer, "_mjr_context", None)
+        if gl is not None and objects is not None:
+            gl.make_current()
+            objects.free()
+            renderer._mjr_context = None
+        renderer.close()
+
+    def __del__(self) -> None:
+        # An env dropped without `close` (its process goes on with others) frees its GL objects as `close` does;
+        # not while the interpreter shuts down, when the GL display may already be gone and nothing draws again.
+        if self.__dict__.get("_renderer") is not None and not sys.is_finalizing():
+            self.close()

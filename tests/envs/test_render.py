@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import numpy as np
@@ -150,3 +151,30 @@ def test_robot_drawn_from_its_hulls_moves_as_the_detailed_one():
     np.testing.assert_array_equal(states["visual"], states["collision"])
     assert any((a != b).any() for a, b in zip(images["visual"], images["collision"]))
     assert all((a != b).any() for a, b in zip(images["collision"], images["collision"][1:]))
+
+
+def test_closing_a_renderer_leaves_the_other_renderers_pictures_alone(soup_env):
+    # MuJoCo's own close deletes its GL objects by number in whichever context is current; when another
+    # renderer drew last, that one's textures and meshes went and its pictures came out dark.
+    soup_env.reset(seed=3)
+    first, second = CameraRenderer(soup_env.model, 48), CameraRenderer(soup_env.model, 48)
+    try:
+        first.render(soup_env.data, "agentview")
+        before = second.render(soup_env.data, "agentview")  # the second renderer's context is current now
+        first.close()
+        np.testing.assert_array_equal(second.render(soup_env.data, "agentview"), before)
+        # A renderer dropped without closing frees its objects the same way when it is collected.
+        third = CameraRenderer(soup_env.model, 48)
+        third.render(soup_env.data, "agentview")
+        second.render(soup_env.data, "agentview")
+        del third
+        gc.collect()
+        np.testing.assert_array_equal(second.render(soup_env.data, "agentview"), before)
+        assert before.std() > 20, "not a picture of the scene"
+        soup_env.step(np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0, -1.0]))
+        assert (second.render(soup_env.data, "agentview") != before).any(), "the picture did not follow the arm"
+    finally:
+        second.close()
+    # The env's own renderers draw as before too.
+    obs = soup_env.reset(seed=3)
+    assert obs["agentview_rgb"].std() > 20
