@@ -282,7 +282,7 @@ def evaluate_run(
     if saved is not None:
         # What the run's own evaluations rolled out: the moving average, when the run kept one.
         try:
-            learner.load_averaged_weights(saved["learner"])
+            learner.load_averaged_weights(saved.get("learner") or {})
         except LiberoError as e:
             raise LiberoError(f"{weights}: {e}") from None
     if learner.per_task_networks and stage is not None and any(j not in stage for j in chosen):

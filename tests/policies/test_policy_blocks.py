@@ -52,7 +52,7 @@ def test_spatial_softmax_gives_each_keypoints_expected_position(layout):
     weights = torch.randn(3, 8)
     grads = [torch.autograd.grad((out * weights).sum(), params) for out in (got, want)]
     for name, a, b in zip(("x", "weight", "bias", "log_temperature"), *grads):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=name)
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=lambda m, name=name: f"{name}: {m}")
 
 
 def test_encoder_layout_changes_the_memory_not_the_function():
