@@ -148,6 +148,9 @@ class LiberoEnv:
             self._lean = LeanControl(self.model, self.data, robot, substeps)
         self._renderers: dict = {}
         self._style_rendering()
+        # MuJoCo writes out the XML of the model it loaded last, whichever model it is asked about: read it
+        # now, before another environment is built in this process.
+        self._xml = self.scene.sim.model.get_xml()
         self.steps = 0
 
     # ------------------------------------------------------------------ rendering
@@ -172,7 +175,7 @@ class LiberoEnv:
         size = size or self.config.image_size
         r = self._renderers.get(size)
         if r is None:
-            r = CameraRenderer(self.model, size, self.config.shadows, self.config.reflections)
+            r = CameraRenderer(self.model, size, self.config.shadows, self.config.reflections, xml=self._xml)
             self._renderers[size] = r
         return r.render(self.data, camera)
 
@@ -389,8 +392,8 @@ class LiberoEnv:
         return obs
 
     def model_xml(self) -> str:
-        """The MJCF of the whole scene, stored with every demo."""
-        return self.scene.sim.model.get_xml()
+        """The MJCF of the whole scene as built, stored with every demo."""
+        return self._xml
 
     def close(self) -> None:
         for r in self._renderers.values():

@@ -7,10 +7,11 @@ env's whole step: control, physics, observations and, with cameras, both images.
 
 Cameras: agentview and the wrist camera, SIZE x SIZE pixels, drawn for every scene, Lift included,
 by the same renderer with the same settings (libero_ll.envs.render.CameraRenderer: no shadows,
-reflections, multisampling or skybox, geoms outside the view left out). The robot is drawn the same
-way on both sides of a ratio: with its detailed meshes in the first rows; with robot_mesh=simplified
-(the detailed meshes with about a fifth of their triangles) and robot_mesh=collision (its collision
-hulls, the `cpu` preset's choice) against Lift's robot drawn the same way. For reference the run also
+reflections, multisampling or skybox, geoms outside the view left out, small boxes and cylinders drawn
+with fewer triangles). The robot is drawn the same way on both sides of a ratio: with its detailed
+meshes in the first rows; with robot_mesh=simplified (the detailed meshes with about a fifth of their
+triangles) and robot_mesh=collision (its collision hulls, the `cpu` preset's choice) against Lift's
+robot drawn the same way. For reference the run also
 times Lift drawn with nothing left out and Lift with robosuite's own camera observations (its default
 render settings).
 
@@ -84,7 +85,8 @@ class Lift:
         model = self.env.sim.model._model
         bodies = [self.env.sim.model.body_id2name(b) or "" for b in model.geom_bodyid]
         draw_robot(model, bodies, robot_mesh)
-        self.renderer = None if own_cameras else CameraRenderer(model, size, cull=cull)
+        xml = self.env.sim.model.get_xml()
+        self.renderer = None if own_cameras else CameraRenderer(model, size, cull=cull, xml=xml)
         self.cameras = own_cameras
 
     def start(self, cameras: bool) -> None:
