@@ -233,20 +233,22 @@ class CameraRenderer:
         if cam.orthographic:
             return np.zeros(self.model.ngeom, dtype=bool)
         pos = (np.asarray(eyes[0].pos, float) + np.asarray(eyes[1].pos, float)) / 2
-        forward, up = np.asarray(cam.forward, float), np.asarray(cam.up, float)
-        right = np.cross(forward, up)
+        f, u = np.asarray(cam.forward, float), np.asarray(cam.up, float)
+        right = np.array([f[1] * u[2] - f[2] * u[1], f[2] * u[0] - f[0] * u[2], f[0] * u[1] - f[1] * u[0]])
         near, bottom, top = float(cam.frustum_near), float(cam.frustum_bottom), float(cam.frustum_top)
         half = float(cam.frustum_width) or 0.5 * (top - bottom)
         left_edge, right_edge = float(cam.frustum_center) - half, float(cam.frustum_center) + half
-        rel = np.asarray(data.geom_xpos) - pos
-        z, x, y = rel @ forward, rel @ right, rel @ up
+        # Inward normals of the planes a point must be in front of: the eye's own plane, and the four side
+        # planes, each through the eye and an edge of the near-plane rectangle (normal a * side + b *
+        # forward in the plane of that side's axis and the view direction).
+        sides = np.array([[near, -left_edge], [-near, right_edge], [near, -bottom], [-near, top]])
+        sides /= np.hypot(sides[:, :1], sides[:, 1:])
+        normals = np.empty((5, 3))
+        normals[0] = f
+        normals[1:3] = sides[:2, :1] * right + sides[:2, 1:] * f
+        normals[3:] = sides[2:, :1] * u + sides[2:, 1:] * f
         radius = self.model.geom_rbound
-        out = z < -radius
-        # Each side plane passes through the eye and an edge of the near-plane rectangle: a point is
-        # inside when n . (coord, z) >= 0, n the plane's inward normal in the (coord, depth) plane.
-        for coord, normal_coord, normal_depth in ((x, near, -left_edge), (x, -near, right_edge),
-                                                  (y, near, -bottom), (y, -near, top)):
-            out |= (normal_coord * coord + normal_depth * z) / np.hypot(normal_coord, normal_depth) < -radius
+        out = ((np.asarray(data.geom_xpos) - pos) @ normals.T < -radius[:, None]).any(axis=1)
         # Planes and other unbounded geoms (bounding radius 0) are always drawn.
         return out & (radius > 0)
 

@@ -136,14 +136,19 @@ class Shapes:
 
     def __init__(self, context_model, bodies, members, owner, mesh_ids, mesh_pos, mesh_rot, first, rgba, groups,
                  static):
+        import mujoco
+
         self.context_model = context_model
         self.bodies, self.members, self.owner = bodies, members, owner
-        self._dataid = 2 * mesh_ids  # MuJoCo keeps two GL lists per mesh: the mesh and its convex hull
+        self._dataid = (2 * mesh_ids).tolist()  # MuJoCo keeps two GL lists per mesh: the mesh and its convex hull
         self._mesh_pos, self._mesh_rot = mesh_pos, mesh_rot
-        self._first, self._static = first, static
+        self._first = [int(g) for g in first]
+        static_bit, dynamic_bit = int(mujoco.mjtCatBit.mjCAT_STATIC), int(mujoco.mjtCatBit.mjCAT_DYNAMIC)
+        self._category = [static_bit if fixed else dynamic_bit for fixed in static]
         self._rgba = rgba  # per mesh, float32
         self._member_rgba = rgba[owner].astype(np.float32)
         self._member_groups = groups
+        self._all_rgba = self._all_groups = None  # every geom's, as last found unchanged (a quick first check)
 
     @classmethod
     def build(cls, model, xml: str, visible_groups, slices: int, stacks: int) -> Shapes | None:
@@ -235,8 +240,12 @@ class Shapes:
 
     def usable(self, model) -> np.ndarray:
         """Per mesh: whether its geoms still have the colour and group they had when it was made."""
+        if self._all_rgba is not None and np.array_equal(model.geom_rgba, self._all_rgba) \
+                and np.array_equal(model.geom_group, self._all_groups):
+            return np.ones(len(self.bodies), dtype=bool)
         rgba, groups = model.geom_rgba[self.members], model.geom_group[self.members]
         if np.array_equal(rgba, self._member_rgba) and np.array_equal(groups, self._member_groups):
+            self._all_rgba, self._all_groups = model.geom_rgba.copy(), model.geom_group.copy()
             return np.ones(len(self.bodies), dtype=bool)
         changed = (rgba != self._member_rgba).any(1) | (groups != self._member_groups)
         return np.bincount(self.owner[changed], minlength=len(self.bodies)) == 0
@@ -252,14 +261,10 @@ class Shapes:
         xmat = np.asarray(data.xmat)[self.bodies[meshes]].reshape(-1, 3, 3)
         pos = np.asarray(data.xpos)[self.bodies[meshes]] + np.einsum("bij,bj->bi", xmat, self._mesh_pos[meshes])
         mat = np.einsum("bij,bjk->bik", xmat, self._mesh_rot[meshes]).reshape(-1, 9)
-        mesh_kind, unit = mujoco.mjtGeom.mjGEOM_MESH, np.ones(3)
-        static, dynamic = int(mujoco.mjtCatBit.mjCAT_STATIC), int(mujoco.mjtCatBit.mjCAT_DYNAMIC)
-        start = scene.ngeom
-        for i, k in enumerate(meshes):
-            geom = scene.geoms[start + i]
-            mujoco.mjv_initGeom(geom, mesh_kind, unit, pos[i], mat[i], self._rgba[k])
-            geom.dataid = int(self._dataid[k])
-            geom.objtype = mujoco.mjtObj.mjOBJ_GEOM
-            geom.objid = int(self._first[k])
-            geom.category = static if self._static[k] else dynamic
+        init, mesh_kind, unit, of_geom = mujoco.mjv_initGeom, mujoco.mjtGeom.mjGEOM_MESH, np.ones(3), mujoco.mjtObj.mjOBJ_GEOM
+        geoms, start = scene.geoms, scene.ngeom
+        for i, k in enumerate(meshes.tolist()):
+            geom = geoms[start + i]
+            init(geom, mesh_kind, unit, pos[i], mat[i], self._rgba[k])
+            geom.dataid, geom.objtype, geom.objid, geom.category = self._dataid[k], of_geom, self._first[k], self._category[k]
         scene.ngeom = start + len(meshes)
