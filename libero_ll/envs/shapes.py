@@ -9,8 +9,9 @@ face of a few centimetres the light hardly changes, and the subdivision buys not
 
 So a renderer given the scene's XML draws each body's boxes and cylinders of one colour as one mesh,
 made here, in which a face is split into quads no longer than `LIGHT_CELL` (and never more than
-MuJoCo would): a 2 cm box has 12 triangles instead of 192. Shapes for which that would change
-nothing (the table's top, the walls) keep MuJoCo's own drawing. The vertices, their order and the
+MuJoCo would): a 2 cm box has 12 triangles instead of 192, the large faces of the table's top and
+the walls keep their 4 x 4 quads, and shapes for which nothing would change (every edge 20 cm or
+longer) keep MuJoCo's own drawing. The vertices, their order and the
 way each quad is cut into two triangles follow MuJoCo's shapes, so only the light inside the faces
 that lost vertices changes, by a few of 255 levels (README, "Rendering and speed").
 
