@@ -166,7 +166,7 @@ class CameraRenderer:
         self._cameras: dict = {}
 
     def render(self, data, camera) -> np.ndarray:
-        """The image of the state in `data` seen from `camera` (a camera's name or an MjvCamera).
+        """The image of the state in `data` seen from `camera` (a camera's name or number, or an MjvCamera).
 
         Returns:
             uint8 (size, size, 3), row 0 at the top.
@@ -208,7 +208,10 @@ class CameraRenderer:
             cam_id = camera if isinstance(camera, int) else \
                 mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
             if not 0 <= cam_id < self.model.ncam:
-                raise ValueError(f"the model has no camera {camera!r}")
+                from libero_ll.errors import LiberoError
+
+                names = [self.model.camera(i).name for i in range(self.model.ncam)]
+                raise LiberoError(f"the scene has no camera {camera!r}; it has {', '.join(names)}")
             made = mujoco.MjvCamera()
             made.type = mujoco.mjtCamera.mjCAMERA_FIXED
             made.fixedcamid = cam_id

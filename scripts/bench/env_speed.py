@@ -5,15 +5,14 @@ microwave, stove, wine rack and four objects), under the lean controller (the de
 robosuite's own controller; Lift under robosuite's controller, as its users run it. A step is the
 env's whole step: control, physics, observations and, with cameras, both images.
 
-Cameras: agentview and the wrist camera, SIZE x SIZE pixels, drawn for every scene, Lift included,
-by the same renderer with the same settings (libero_ll.envs.render.CameraRenderer: no shadows,
-reflections, multisampling or skybox, geoms outside the view left out, small boxes and cylinders drawn
-with fewer triangles). The robot is drawn the same way on both sides of a ratio: with its detailed
-meshes in the first rows; with robot_mesh=simplified (the detailed meshes with about a fifth of their
-triangles) and robot_mesh=collision (its collision hulls, the `cpu` preset's choice) against Lift's
-robot drawn the same way. For reference the run also
-times Lift drawn with nothing left out and Lift with robosuite's own camera observations (its default
-render settings).
+Cameras: agentview and the wrist camera, SIZE x SIZE pixels, drawn for every scene, Lift included, by
+the same renderer with the same settings (libero_ll.envs.render.CameraRenderer: no shadows, reflections,
+multisampling or skybox, geoms outside the view left out, small boxes and cylinders drawn with fewer
+triangles). The robot is drawn the same way on both sides of a ratio: with its detailed meshes in the
+first rows; with robot_mesh=simplified (the detailed meshes with about a fifth of their triangles) and
+robot_mesh=collision (its collision hulls, the `cpu` preset's choice) against Lift's robot drawn the
+same way. For reference the run also times Lift drawn with nothing left out and Lift with robosuite's
+own camera observations (its default render settings).
 
 Each rate is the median of --repeats runs of --steps random small actions (the same sequence for
 every env, each run from the same start); the runs of all settings are interleaved so that a busy

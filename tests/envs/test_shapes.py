@@ -159,3 +159,10 @@ def test_a_renderer_made_after_another_env_was_built_draws_its_own_scene(soup_en
         renderer = soup_env._renderers.pop(40, None)
         if renderer is not None:
             renderer.close()
+
+
+def test_an_unknown_camera_is_named_with_the_scenes_cameras(soup_env):
+    from libero_ll.errors import LiberoError
+
+    with pytest.raises(LiberoError, match="no camera 'no_such_camera'.*agentview"):
+        soup_env.render("no_such_camera")
