@@ -73,19 +73,34 @@ class LeanControl:
         self._full = np.zeros((model.nv, model.nv))
         # Views, fixed once: the arm's Jacobian columns and mass-matrix block, and the simulator
         # quantities read at every substep (MjData keeps its arrays for its lifetime).
+        self._jac_pos, self._jac_rot = self._jac[:3], self._jac[3:]
         self._j = self._jac[:, self._vs]
+        self._j_t = self._j.T
         self._j_rows = list(self._j)
         self._mass = self._full[self._vs, self._vs]
+        self._qm = data.qM
         self._site_pos = data.site_xpos[self._site]
-        self._site_rot = data.site_xmat[self._site].reshape(3, 3)
+        self._site_rot_t = data.site_xmat[self._site].reshape(3, 3).T
         self._qpos, self._qvel, self._bias = data.qpos[self._qs], data.qvel[self._vs], data.qfrc_bias[self._vs]
+        self._ctrl = data.ctrl[_contiguous(self._arm_act, "actuators")]
         self._chol_m = np.zeros((n, n))
         self._minv_jt = np.zeros((6, n))  # row i: M^-1 times Jacobian row i
         self._minv_rows = list(self._minv_jt)
+        self._minv_t = self._minv_jt.T
+        self._a = np.zeros((6, 6))
+        self._a_pos, self._a_ori = self._a[:3, :3], self._a[3:, 3:]
+        self._rot = np.zeros((3, 3))
+        self._rot_flat = self._rot.reshape(9)
         self._chol_pos, self._chol_ori, self._chol_full = np.zeros((3, 3)), np.zeros((3, 3)), np.zeros((6, 6))
         self._wrench = np.zeros(6)
         self._null = np.zeros(6)
         self._err = np.zeros(6)
+        self._err_pos = self._err[:3]
+        self._jv = np.zeros(6)
+        self._force = np.zeros(6)
+        self._posture = np.zeros(n)
+        self._jp = np.zeros(6)
+        self._tau = np.zeros(n)
         self._goal_pos = np.zeros(3)
         self._goal_rot = np.eye(3)
 
@@ -102,12 +117,13 @@ class LeanControl:
         mid, half = (self._grip_hi + self._grip_lo) / 2, (self._grip_hi - self._grip_lo) / 2
         d.ctrl[self._grip_act] = np.clip(mid + half * self._grip, self._grip_lo, self._grip_hi)
         delta = (np.clip(action[:6], self._in_lo, self._in_hi) - self._in_mid) * self._scale + self._out_mid
+        step1, step2, torques = mujoco.mj_step1, mujoco.mj_step2, self._torques
         for k in range(self.substeps):
-            mujoco.mj_step1(m, d)
+            step1(m, d)
             if k == 0:
                 self._set_goal(delta)
-            d.ctrl[self._arm_act] = self._torques()
-            mujoco.mj_step2(m, d)
+            torques()
+            step2(m, d)
 
     def _set_goal(self, delta: np.ndarray) -> None:
         # robosuite's "achieved" goal mode: the deltas, in the arm base's frame, start from where the hand is.
@@ -122,46 +138,59 @@ class LeanControl:
             mujoco.mju_quat2Mat(turn.reshape(9), quat)
         self._goal_rot[:] = base_rot @ turn @ base_rot.T @ d.site_xmat[self._site].reshape(3, 3)
 
-    def _torques(self) -> np.ndarray:
-        """Joint torques of the operational-space law at the current substep, clipped to the actuators.
+    def _torques(self) -> None:
+        """Joint torques of the operational-space law at the current substep, clipped to the actuators,
+        written into the arm's controls.
 
         tau = J^T (L_pos f_pos ; L_ori f_ori) + N^T M p + bias, where f = kp * error - kd * J qdot is
         the desired wrench, L_* = (J_* M^-1 J_*^T)^-1 the operational-space inertias, p = kn (home - q)
         - kv qdot the posture acceleration and N^T M = M - J^T L J (L the full 6-D inertia). robosuite
         takes pseudo-inverses where this solves by Cholesky factors: for these positive definite
-        matrices the two agree up to rounding.
+        matrices the two agree up to rounding. Every product writes into an array made once (the law
+        runs 25 times a control step, and small numpy calls cost more than their arithmetic).
         """
         m, d = self.model, self.data
-        mujoco.mj_jacSite(m, d, self._jac[:3], self._jac[3:], self._site)
-        mujoco.mj_fullM(m, self._full, d.qM)
-        j, mass, qvel = self._j, self._mass, self._qvel
-        self._chol_m[:] = mass
-        mujoco.mju_cholFactor(self._chol_m, MIN_PIVOT)
+        matmul, subtract, multiply, chol_solve = np.matmul, np.subtract, np.multiply, mujoco.mju_cholSolve
+        mujoco.mj_jacSite(m, d, self._jac_pos, self._jac_rot, self._site)
+        mujoco.mj_fullM(m, self._full, self._qm)
+        j, mass, qvel, chol = self._j, self._mass, self._qvel, self._chol_m
+        chol[:] = mass
+        mujoco.mju_cholFactor(chol, MIN_PIVOT)
         for out, row in zip(self._minv_rows, self._j_rows):
-            mujoco.mju_cholSolve(out, self._chol_m, row)
-        a = j @ self._minv_jt.T
-        rot = self._goal_rot @ self._site_rot.T
+            chol_solve(out, chol, row)
+        a = matmul(j, self._minv_t, out=self._a)
+        r = self._rot_flat
+        matmul(self._goal_rot, self._site_rot_t, out=self._rot)
         err = self._err
-        err[:3] = self._goal_pos - self._site_pos
+        subtract(self._goal_pos, self._site_pos, out=self._err_pos)
         # robosuite's orientation error, 0.5 * sum_i current_i x goal_i over the columns, is
         # 0.5 * vee(R_goal R^T - R R_goal^T).
-        err[3] = 0.5 * (rot[2, 1] - rot[1, 2])
-        err[4] = 0.5 * (rot[0, 2] - rot[2, 0])
-        err[5] = 0.5 * (rot[1, 0] - rot[0, 1])
-        force = self._kp * err - self._kd * (j @ qvel)
-        self._solve(a[:3, :3], force[:3], self._wrench[:3], self._chol_pos)
-        self._solve(a[3:, 3:], force[3:], self._wrench[3:], self._chol_ori)
-        posture = NULLSPACE_KP * (self._home - self._qpos) - NULLSPACE_KV * qvel
-        self._solve(a, j @ posture, self._null, self._chol_full)
-        tau = j.T @ (self._wrench - self._null) + mass @ posture + self._bias
-        return np.minimum(np.maximum(tau, self._tau_lo), self._tau_hi)
+        err[3] = 0.5 * (r[7] - r[5])
+        err[4] = 0.5 * (r[2] - r[6])
+        err[5] = 0.5 * (r[3] - r[1])
+        force, jv = self._force, self._jv
+        multiply(self._kp, err, out=force)
+        multiply(self._kd, matmul(j, qvel, out=jv), out=jv)
+        subtract(force, jv, out=force)
+        self._solve(self._a_pos, force[:3], self._wrench[:3], self._chol_pos)
+        self._solve(self._a_ori, force[3:], self._wrench[3:], self._chol_ori)
+        posture = self._posture
+        multiply(NULLSPACE_KP, subtract(self._home, self._qpos, out=posture), out=posture)
+        subtract(posture, NULLSPACE_KV * qvel, out=posture)
+        self._solve(a, matmul(j, posture, out=self._jp), self._null, self._chol_full)
+        tau = self._tau
+        matmul(self._j_t, subtract(self._wrench, self._null, out=self._jv), out=tau)
+        tau += mass @ posture
+        tau += self._bias
+        np.minimum(np.maximum(tau, self._tau_lo, out=tau), self._tau_hi, out=self._ctrl)
 
     @staticmethod
     def _solve(mat: np.ndarray, rhs: np.ndarray, out: np.ndarray, work: np.ndarray) -> None:
-        """out = mat^-1 rhs for a symmetric positive definite mat (work: a scratch matrix of its shape)."""
+        """out = mat^-1 rhs for a symmetric positive definite mat (work: a scratch matrix of its shape;
+        rhs contiguous)."""
         work[:] = mat
         mujoco.mju_cholFactor(work, MIN_PIVOT)
-        mujoco.mju_cholSolve(out, work, np.ascontiguousarray(rhs))
+        mujoco.mju_cholSolve(out, work, rhs)
 
 
 def _contiguous(indexes, what: str) -> slice:

@@ -172,12 +172,16 @@ class LiberoEnv:
 
     def render(self, camera: str, size: int | None = None) -> np.ndarray:
         """An upright RGB image (row 0 is the top) from a named camera, uint8 (H, W, 3)."""
+        return self._renderer(size).render(self.data, camera)
+
+    def _renderer(self, size: int | None = None) -> CameraRenderer:
         size = size or self.config.image_size
         r = self._renderers.get(size)
         if r is None:
-            r = CameraRenderer(self.model, size, self.config.shadows, self.config.reflections, xml=self._xml)
+            r = CameraRenderer(self.model, size, self.config.shadows, self.config.reflections, xml=self._xml,
+                               columns=len(self.config.cameras))
             self._renderers[size] = r
-        return r.render(self.data, camera)
+        return r
 
     # ------------------------------------------------------------------ state
 
@@ -387,8 +391,8 @@ class LiberoEnv:
         obs["ee_pos"] = p["ee_pos"].astype(np.float32)
         obs["ee_rot6"] = np.concatenate([p["ee_rot"][:, 0], p["ee_rot"][:, 1]]).astype(np.float32)
         if self.config.render:
-            for key, cam in self.config.cameras.items():
-                obs[key] = self.render(cam)
+            keys, cams = zip(*self.config.cameras.items()) if self.config.cameras else ((), ())
+            obs.update(zip(keys, self._renderer().render_many(self.data, cams)))
         return obs
 
     def model_xml(self) -> str:

@@ -251,8 +251,12 @@ class Shapes:
         changed = (rgba != self._member_rgba).any(1) | (groups != self._member_groups)
         return np.bincount(self.owner[changed], minlength=len(self.bodies)) == 0
 
-    def add_to(self, scene, data, meshes: np.ndarray) -> None:
-        """Append the meshes whose indices are `meshes` to `scene`, posed as their bodies are in `data`."""
+    def add_to(self, scene, data, meshes: np.ndarray, eye: np.ndarray | None = None) -> None:
+        """Append the meshes whose indices are `meshes` to `scene`, posed as their bodies are in `data`.
+
+        Given the `eye` the scene is seen from, nearer meshes come first: they are drawn first, and a
+        software renderer then skips the pixels of farther ones that they hide.
+        """
         import mujoco
 
         if len(meshes) == 0:
@@ -261,6 +265,9 @@ class Shapes:
             raise RuntimeError(f"the scene holds at most {scene.maxgeom} geoms")
         xmat = np.asarray(data.xmat)[self.bodies[meshes]].reshape(-1, 3, 3)
         pos = np.asarray(data.xpos)[self.bodies[meshes]] + np.einsum("bij,bj->bi", xmat, self._mesh_pos[meshes])
+        if eye is not None:
+            order = np.argsort(((pos - eye) ** 2).sum(axis=1), kind="stable")
+            meshes, xmat, pos = meshes[order], xmat[order], pos[order]
         mat = np.einsum("bij,bjk->bik", xmat, self._mesh_rot[meshes]).reshape(-1, 9)
         init, mesh_kind, unit, of_geom = mujoco.mjv_initGeom, mujoco.mjtGeom.mjGEOM_MESH, np.ones(3), mujoco.mjtObj.mjOBJ_GEOM
         geoms, start = scene.geoms, scene.ngeom

@@ -95,8 +95,8 @@ class Lift:
     def step(self, action: np.ndarray) -> None:
         self.env.step(action)
         if self.cameras and self.renderer is not None:
-            for cam in CAMERAS:
-                self.renderer.render(self.env.sim.data._data, cam)
+            # As an env's observation draws its cameras (CameraRenderer.render_many).
+            self.renderer.render_many(self.env.sim.data._data, CAMERAS)
 
     def close(self) -> None:
         if self.renderer is not None:

@@ -6,6 +6,7 @@ import gc
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from libero_ll.envs.render import CameraRenderer
 
@@ -105,8 +106,6 @@ def test_simplified_robot_looks_like_the_detailed_one_with_fewer_triangles():
 
 
 def test_unknown_robot_mesh_is_named():
-    import pytest
-
     from libero_ll.envs.env import EnvConfig, LiberoEnv
     from libero_ll.errors import LiberoError
 
@@ -178,3 +177,112 @@ def test_closing_a_renderer_leaves_the_other_renderers_pictures_alone(soup_env):
     # The env's own renderers draw as before too.
     obs = soup_env.reset(seed=3)
     assert obs["agentview_rgb"].std() > 20
+
+
+def test_the_floor_drawn_last_and_near_meshes_first_change_no_pixel(soup_env):
+    """The floor is added after everything else and the small shapes' meshes near to far, so that a software
+    renderer skips hidden pixels; what is drawn stays the same, and a hidden plane stays hidden."""
+    import mujoco
+
+    model = soup_env.model
+    floor = int(np.flatnonzero(model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE)[0])
+    ordered = CameraRenderer(model, 64, xml=soup_env.model_xml())
+    as_built = CameraRenderer(model, 64, xml=soup_env.model_xml())
+    as_built._last = np.zeros(0, dtype=int)  # planes where MuJoCo puts them, meshes in their own order
+    add_to = as_built._shapes.add_to
+    as_built._shapes.add_to = lambda scene, data, meshes, eye=None: add_to(scene, data, meshes)
+    soup_env.reset(seed=3)
+    rng = np.random.default_rng(1)
+    groups = model.geom_group.copy()
+    try:
+        for step in range(6):
+            soup_env.step(np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])])
+            for cam in CAMERAS:
+                a = ordered.render(soup_env.data, cam)
+                np.testing.assert_array_equal(a, as_built.render(soup_env.data, cam), err_msg=f"{cam} after {step}")
+                scene = ordered._renderer.scene
+                drawn = [(scene.geoms[i].objtype, scene.geoms[i].objid) for i in range(scene.ngeom)]
+                assert drawn.count((int(mujoco.mjtObj.mjOBJ_GEOM), floor)) == 1, cam
+                assert drawn[-1] == (int(mujoco.mjtObj.mjOBJ_GEOM), floor), cam
+        # The meshes were drawn near to far, from the wrist camera too.
+        eye = ordered._eye()
+        centres = [np.asarray(scene.geoms[i].pos) for i in range(scene.ngeom)
+                   if scene.geoms[i].type == mujoco.mjtGeom.mjGEOM_MESH and scene.geoms[i].dataid // 2 >= model.nmesh]
+        far = [np.linalg.norm(c - eye) for c in centres]
+        assert len(far) > 3 and far == sorted(far)
+        np.testing.assert_array_equal(model.geom_group, groups)
+        # A plane moved to a hidden group is not drawn.
+        model.geom_group[floor] = 3
+        hidden = ordered.render(soup_env.data, "agentview")
+        scene = ordered._renderer.scene
+        assert all(not (scene.geoms[i].objtype == mujoco.mjtObj.mjOBJ_GEOM and scene.geoms[i].objid == floor)
+                   for i in range(scene.ngeom))
+        np.testing.assert_array_equal(hidden, as_built.render(soup_env.data, "agentview"))
+    finally:
+        model.geom_group[:] = groups
+        ordered.close()
+        as_built.close()
+
+
+def test_the_shoulders_collision_mesh_is_drawn_with_fewer_triangles_and_physics_keeps_it(soup_env):
+    """robosuite's Panda collides with link 1's convex hull but would draw its 12,516-face collision mesh when
+    the hulls are shown; the renderer's copy draws it clustered, the simulated model keeps every face."""
+    import mujoco
+
+    from libero_ll.envs.render import _concave_drawn_hulls
+
+    model = soup_env.model
+    link1 = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_MESH, "robot0_link1")
+    assert _concave_drawn_hulls(model) == [link1]
+    faces = model.mesh_facenum.copy()
+    r = CameraRenderer(model, 64, xml=soup_env.model_xml())
+    plain = CameraRenderer(model, 64)  # without the scene's XML nothing is simplified
+    try:
+        np.testing.assert_array_equal(model.mesh_facenum, faces)
+        # A camera looking at the shoulder: the clustered mesh looks like the full one.
+        soup_env.reset(seed=3)
+        cam = mujoco.MjvCamera()
+        cam.lookat[:] = soup_env.data.xpos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "robot0_link1")]
+        cam.distance, cam.azimuth, cam.elevation = 0.5, 150.0, -20.0
+        a, b = r.render(soup_env.data, cam).astype(int), plain.render(soup_env.data, cam).astype(int)
+        off = np.abs(a - b).max(axis=-1)
+        shoulder = (np.abs(b - b[0, 0]).max(axis=-1) > 0).mean()
+        assert shoulder > 0.1, "the shoulder is not in the picture"
+        assert (off > 16).mean() < 0.03, (off > 16).mean()
+    finally:
+        r.close()
+        plain.close()
+
+
+def test_pictures_drawn_together_are_the_single_pictures(soup_env):
+    """`render_many` draws the cameras side by side and reads them back once: the first picture is the one
+    `render` draws, pixel for pixel; the others sit further along the buffer, where the rasterizer's
+    rounding can move a colour by a level at a few pixels. An env's observation is made this way."""
+    soup_env.reset(seed=3)
+    r = CameraRenderer(soup_env.model, 64, xml=soup_env.model_xml(), columns=2)
+    rng = np.random.default_rng(3)
+    previous = None
+    try:
+        for step in range(6):
+            soup_env.step(np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])])
+            # Three cameras with two columns: two pictures drawn together, then one alone.
+            cams = (*CAMERAS, CAMERAS[0])
+            many = r.render_many(soup_env.data, cams)
+            single = [r.render(soup_env.data, cam) for cam in cams]
+            assert [m.shape for m in many] == [(64, 64, 3)] * 3 and all(m.flags.c_contiguous for m in many)
+            np.testing.assert_array_equal(many[0], single[0])
+            np.testing.assert_array_equal(many[2], single[2])
+            off = np.abs(many[1].astype(int) - single[1].astype(int)).max(axis=-1)
+            assert off.max() <= 2 and (off > 0).mean() < 0.002, (step, off.max(), (off > 0).mean())
+            assert many[1].std() > 20 and (many[0] != many[1]).any()
+            if previous is not None:
+                assert (previous != many[1]).any(), "the wrist picture did not change while the arm moved"
+            previous = many[1]
+        obs = soup_env.observe()
+        drawn = soup_env._renderer().render_many(soup_env.data, list(soup_env.config.cameras.values()))
+        for key, picture in zip(soup_env.config.cameras, drawn):
+            np.testing.assert_array_equal(obs[key], picture, err_msg=key)
+    finally:
+        r.close()
+    with pytest.raises(RuntimeError, match="after close"):
+        r.render_many(soup_env.data, CAMERAS)
