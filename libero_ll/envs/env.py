@@ -32,8 +32,9 @@ class EnvConfig:
         robot_mesh: "visual" draws the robot's detailed meshes; "simplified" draws them with about a
             fifth of their triangles (`render.simplify_meshes`; the images differ from "visual" in about
             1.6% of the pixels at 128 px); "collision" draws its simple collision hulls. On a CPU with
-            two 128 px cameras an env step runs about 1.5 times as fast with "simplified" and about
-            twice as fast with "collision" (the scene objects look the same in all three).
+            two 128 px cameras an env step runs about 1.6 to 1.9 times as fast with "simplified" and
+            2.6 to 2.7 times as fast with "collision" (README's benchmark; the scene objects look the
+            same in all three).
         settle_steps: zero-action policy steps after placing objects so that they come to rest.
         render: whether to render camera images at all (off for fast expert dry runs).
         cameras: observation key -> camera name of the images in each observation.

@@ -8,8 +8,9 @@ env's whole step: control, physics, observations and, with cameras, both images.
 Cameras: agentview and the wrist camera, SIZE x SIZE pixels, drawn for every scene, Lift included, by
 the same renderer with the same settings (libero_ll.envs.render.CameraRenderer: no shadows, reflections,
 multisampling or skybox, geoms outside the view left out, small boxes and cylinders drawn with fewer
-triangles). The robot is drawn the same way on both sides of a ratio: with its detailed meshes in the
-first rows; with robot_mesh=simplified (the detailed meshes with about a fifth of their triangles) and
+triangles, the floor last, both pictures drawn together as an env's observation draws them). The
+robot is drawn the same way on both sides of a ratio: with its detailed meshes in the first rows; with
+robot_mesh=simplified (the detailed meshes with about a fifth of their triangles) and
 robot_mesh=collision (its collision hulls, the `cpu` preset's choice) against Lift's robot drawn the
 same way. For reference the run also times Lift drawn with nothing left out and Lift with robosuite's
 own camera observations (its default render settings).
