@@ -229,12 +229,14 @@ class CameraRenderer:
         return self._renderer.render()
 
     def render_many(self, data, cameras) -> list[np.ndarray]:
-        """The images of the state in `data` from several cameras, as `render` draws each, pixel for pixel.
+        """The images of the state in `data` from several cameras, uint8 (size, size, 3) each, row 0 at the top.
 
         Up to `columns` pictures are drawn side by side into one buffer and read back together, and each
         is handed to the rasterizer as soon as it is drawn: a software renderer fills one picture's pixels
         on its threads while the next picture's scene is built and its triangles are set up (at 128 px
-        two pictures took 4.2 instead of 5.4 ms, README "Rendering and speed").
+        two pictures took 4.2 instead of 5.4 ms, README "Rendering and speed"). The first picture of each
+        `columns` is the one `render` draws, pixel for pixel; the others lie further along the buffer,
+        where the rasterizer's rounding can move a colour by one level at a few pixels.
         """
         import mujoco
 
@@ -258,6 +260,8 @@ class CameraRenderer:
 
     def _build(self, data, camera) -> None:
         """Build the renderer's scene of the state in `data` seen from `camera`."""
+        import mujoco
+
         camera = self._camera(camera)
         shapes = self._shapes
         drawn = shapes.usable(self.model) if shapes is not None else None
@@ -270,6 +274,8 @@ class CameraRenderer:
             if drawn is not None:
                 groups[shapes.members[drawn[shapes.owner]]] = OUT_OF_VIEW_GROUP
             last = self._last[self._visible[groups[self._last]]]
+            if len(last) and (groups == LAST_GROUP).any():
+                last = last[:0]  # the model uses the group itself: planes are drawn where MuJoCo puts them
             groups[last] = LAST_GROUP
             self._update(data, camera)
             if self.cull:
@@ -284,8 +290,6 @@ class CameraRenderer:
             if drawn is not None:
                 shapes.add_to(scene, data, np.flatnonzero(drawn), eye=self._eye())
             if len(last):
-                import mujoco
-
                 mujoco.mjv_addGeoms(self.model, data, self._last_option, self._perturb, mujoco.mjtCatBit.mjCAT_ALL,
                                     scene)
         finally:

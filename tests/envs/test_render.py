@@ -218,6 +218,17 @@ def test_the_floor_drawn_last_and_near_meshes_first_change_no_pixel(soup_env):
         assert all(not (scene.geoms[i].objtype == mujoco.mjtObj.mjOBJ_GEOM and scene.geoms[i].objid == floor)
                    for i in range(scene.ngeom))
         np.testing.assert_array_equal(hidden, as_built.render(soup_env.data, "agentview"))
+        # A model that puts geoms of its own in the group the planes wait in: those stay hidden, and the
+        # floor is drawn where MuJoCo puts it.
+        model.geom_group[floor] = groups[floor]
+        table = [g for g in range(model.ngeom) if model.geom_group[g] == 1 and model.geom_rbound[g] > 0.3
+                 and model.body_weldid[model.geom_bodyid[g]] == 0 and g != floor]
+        assert table
+        full = ordered.render(soup_env.data, "agentview")
+        model.geom_group[table] = 4
+        own = ordered.render(soup_env.data, "agentview")
+        np.testing.assert_array_equal(own, as_built.render(soup_env.data, "agentview"))
+        assert (own != full).any()
     finally:
         model.geom_group[:] = groups
         ordered.close()
