@@ -141,9 +141,10 @@ class CameraRenderer:
     after the GL backend is chosen (envs.gl.ensure_gl_backend).
 
     Without shadows and reflections, geoms wholly outside a camera's view are left out of what is
-    drawn (each geom's bounding sphere against the view frustum): the images are the same pixel for
-    pixel, and a software renderer, whose cost is mostly the robot's detailed meshes, draws the wrist
-    camera's view and the agentview in a little over half the time.
+    drawn (each geom's bounding sphere against the view frustum), as are geoms under an opaque floor
+    and sites with no opacity: the images are the same pixel for pixel, and a software renderer, whose
+    cost is mostly the robot's detailed meshes, draws the wrist camera's view and the agentview in a
+    little over half the time.
 
     Given the scene's XML, small boxes and cylinders are drawn with fewer triangles (`envs.shapes`):
     at most 0.5% of the pixels change by more than 4 of 255 levels, and with the robot's hulls our
@@ -269,8 +270,13 @@ class CameraRenderer:
         # one while the scene is built, then put back.
         groups = self.model.geom_group
         kept = groups.copy()
+        sites = self.model.site_group
+        kept_sites = sites.copy()
         scene = self._renderer.scene
         try:
+            if self.cull:
+                # Sites with no opacity (robosuite's markers) draw nothing but cost a transparent pass.
+                sites[self.model.site_rgba[:, 3] <= 0] = OUT_OF_VIEW_GROUP
             if drawn is not None:
                 groups[shapes.members[drawn[shapes.owner]]] = OUT_OF_VIEW_GROUP
             last = self._last[self._visible[groups[self._last]]]
@@ -279,7 +285,7 @@ class CameraRenderer:
             groups[last] = LAST_GROUP
             self._update(data, camera)
             if self.cull:
-                outside = self._outside_view(data)
+                outside = self._outside_view(data, kept)
                 if outside.any():
                     groups[outside] = OUT_OF_VIEW_GROUP
                     self._update(data, camera)
@@ -294,6 +300,7 @@ class CameraRenderer:
                                     scene)
         finally:
             groups[:] = kept
+            sites[:] = kept_sites
 
     def _eye(self) -> np.ndarray:
         """Where the scene just built is seen from (the mean of its two eye cameras)."""
@@ -327,10 +334,11 @@ class CameraRenderer:
         mujoco.mjv_updateScene(self.model, data, self.option, None, camera, mujoco.mjtCatBit.mjCAT_ALL,
                                self._renderer.scene)
 
-    def _outside_view(self, data) -> np.ndarray:
-        """Per model geom: whether its bounding sphere lies wholly outside the view frustum.
+    def _outside_view(self, data, groups: np.ndarray | None = None) -> np.ndarray:
+        """Per model geom: whether its bounding sphere lies wholly outside the view frustum, or under the floor.
 
-        The frustum is the one the scene was just built with: the mean of its two eye cameras (the
+        `groups`: the geoms' groups as the model has them (while a scene is built, the floor waits in
+        another). The frustum is the one the scene was just built with: the mean of its two eye cameras (the
         renderer draws a mono image from their mean), the near-plane rectangle, its half-width from
         the square image when the scene leaves it to the viewport.
         """
@@ -355,8 +363,34 @@ class CameraRenderer:
         normals[3:] = sides[2:, :1] * u + sides[2:, 1:] * f
         radius = self.model.geom_rbound
         out = ((np.asarray(data.geom_xpos) - pos) @ normals.T < -radius[:, None]).any(axis=1)
+        out |= self._under_floor(data, pos, self.model.geom_group if groups is None else groups)
         # Planes and other unbounded geoms (bounding radius 0) are always drawn.
         return out & (radius > 0)
+
+    def _under_floor(self, data, eye: np.ndarray, groups: np.ndarray) -> np.ndarray:
+        """Per model geom: whether an opaque plane hides it from `eye`.
+
+        That is when the plane is shown (by `groups`) and opaque, the eye is above the plane and the geom's bounding sphere wholly below it, both
+        within the plane's extent: every line of sight to the geom then crosses the plane. (robosuite
+        parks its mocap targets, half-transparent, a metre under the floor.)
+        """
+        m = self.model
+        hidden = np.zeros(m.ngeom, dtype=bool)
+        xpos, xmat, radius = np.asarray(data.geom_xpos), np.asarray(data.geom_xmat), m.geom_rbound
+        for p in self._last:
+            mat = m.geom_matid[p]
+            if not self._visible[groups[p]] or m.geom_rgba[p, 3] < 1 or (mat >= 0 and m.mat_rgba[mat, 3] < 1):
+                continue
+            rot = xmat[p].reshape(3, 3)
+            half = m.geom_size[p, :2]  # 0: unbounded along that axis
+            bounded = half > 0
+            seen_from = (eye - xpos[p]) @ rot
+            if seen_from[2] <= 0 or (bounded & (np.abs(seen_from[:2]) > half)).any():
+                continue
+            local = (xpos - xpos[p]) @ rot
+            inside = (~bounded | (np.abs(local[:, :2]) + radius[:, None] <= half)).all(axis=1)
+            hidden |= (local[:, 2] < -radius) & inside
+        return hidden
 
     def close(self) -> None:
         """Free the renderer's GL objects and context, leaving every other renderer's intact.

@@ -297,3 +297,38 @@ def test_pictures_drawn_together_are_the_single_pictures(soup_env):
         r.close()
     with pytest.raises(RuntimeError, match="after close"):
         r.render_many(soup_env.data, CAMERAS)
+
+
+def test_what_cannot_be_seen_is_left_out_under_the_floor_and_invisible_sites(soup_env):
+    """robosuite parks its mocap targets a metre under the floor and keeps its markers as sites with no
+    opacity: none of them is drawn (test_culled_images_are_the_same_pixel_for_pixel checks that the pictures
+    stay the same); a site given an opaque colour is drawn, and the model's groups are left as they were."""
+    import mujoco
+
+    model = soup_env.model
+    names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, g) or "" for g in range(model.ngeom)]
+    targets = {g for g in range(model.ngeom) if "eef_target" in names[g]}
+    assert len(targets) == 4 and all(soup_env.data.geom_xpos[g][2] < -0.5 for g in targets)
+    r = CameraRenderer(model, 48, xml=soup_env.model_xml())
+    soup_env.reset(seed=3)
+    sites, rgba = model.site_group.copy(), model.site_rgba.copy()
+    marker = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, "gripper0_right_grip_site")
+    assert model.site_rgba[marker, 3] <= 0
+    try:
+        for cam in CAMERAS:
+            r.render(soup_env.data, cam)
+            scene = r._renderer.scene
+            drawn = [scene.geoms[i] for i in range(scene.ngeom)]
+            geoms = {g.objid for g in drawn if g.objtype == mujoco.mjtObj.mjOBJ_GEOM}
+            assert not geoms & targets, cam
+            assert not [g for g in drawn if g.objtype == mujoco.mjtObj.mjOBJ_SITE], cam
+            assert r._under_floor(soup_env.data, r._eye(), model.geom_group).sum() == len(targets), cam
+        np.testing.assert_array_equal(model.site_group, sites)
+        model.site_rgba[marker] = (1.0, 0.0, 0.0, 1.0)
+        r.render(soup_env.data, "robot0_eye_in_hand")
+        scene = r._renderer.scene
+        assert [scene.geoms[i].objid for i in range(scene.ngeom)
+                if scene.geoms[i].objtype == mujoco.mjtObj.mjOBJ_SITE] == [marker]
+    finally:
+        model.site_rgba[:] = rgba
+        r.close()
