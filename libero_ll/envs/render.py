@@ -215,7 +215,8 @@ class CameraRenderer:
         planes = np.flatnonzero(model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE)
         self._last = planes if not reflections else np.zeros(0, dtype=int)
         self._last_option = mujoco.MjvOption()
-        for kind in ("geomgroup", "sitegroup", "jointgroup", "tendongroup", "actuatorgroup", "flexgroup", "skingroup"):
+        for kind in ("geomgroup", "sitegroup", "jointgroup", "tendongroup", "actuatorgroup", "flexgroup",
+                     "skingroup"):
             getattr(self._last_option, kind)[:] = 0
         self._last_option.geomgroup[LAST_GROUP] = 1
         self._perturb = mujoco.MjvPerturb()
@@ -230,7 +231,7 @@ class CameraRenderer:
         return self._renderer.render()
 
     def render_many(self, data, cameras) -> list[np.ndarray]:
-        """The images of the state in `data` from several cameras, uint8 (size, size, 3) each, row 0 at the top.
+        """Images of the state in `data` from several cameras, uint8 (size, size, 3) each, row 0 at the top.
 
         Up to `columns` pictures are drawn side by side into one buffer and read back together, and each
         is handed to the rasterizer as soon as it is drawn: a software renderer fills one picture's pixels
@@ -242,7 +243,8 @@ class CameraRenderer:
         import mujoco
 
         renderer, size = self._renderer, self.size
-        if renderer._mjr_context is None:
+        context = renderer._mjr_context
+        if context is None:
             raise RuntimeError("render_many cannot be called after close")
         images: list[np.ndarray] = []
         cameras = list(cameras)
@@ -251,11 +253,11 @@ class CameraRenderer:
             renderer._gl_context.make_current()
             for i, camera in enumerate(chunk):
                 self._build(data, camera)
-                mujoco.mjr_render(mujoco.MjrRect(i * size, 0, size, size), renderer.scene, renderer._mjr_context)
+                mujoco.mjr_render(mujoco.MjrRect(i * size, 0, size, size), renderer.scene, context)
                 if i < len(chunk) - 1:
                     _gl_flush()
             wide = np.empty((size, len(chunk) * size, 3), dtype=np.uint8)
-            mujoco.mjr_readPixels(wide, None, mujoco.MjrRect(0, 0, len(chunk) * size, size), renderer._mjr_context)
+            mujoco.mjr_readPixels(wide, None, mujoco.MjrRect(0, 0, len(chunk) * size, size), context)
             images += [np.ascontiguousarray(wide[::-1, i * size : (i + 1) * size]) for i in range(len(chunk))]
         return images
 
@@ -296,8 +298,8 @@ class CameraRenderer:
             if drawn is not None:
                 shapes.add_to(scene, data, np.flatnonzero(drawn), eye=self._eye())
             if len(last):
-                mujoco.mjv_addGeoms(self.model, data, self._last_option, self._perturb, mujoco.mjtCatBit.mjCAT_ALL,
-                                    scene)
+                mujoco.mjv_addGeoms(self.model, data, self._last_option, self._perturb,
+                                    mujoco.mjtCatBit.mjCAT_ALL, scene)
         finally:
             groups[:] = kept
             sites[:] = kept_sites
@@ -335,12 +337,12 @@ class CameraRenderer:
                                self._renderer.scene)
 
     def _outside_view(self, data, groups: np.ndarray | None = None) -> np.ndarray:
-        """Per model geom: whether its bounding sphere lies wholly outside the view frustum, or under the floor.
+        """Per model geom: whether its bounding sphere lies wholly outside the view or under the floor.
 
-        `groups`: the geoms' groups as the model has them (while a scene is built, the floor waits in
-        another). The frustum is the one the scene was just built with: the mean of its two eye cameras (the
+        The frustum is the one the scene was just built with: the mean of its two eye cameras (the
         renderer draws a mono image from their mean), the near-plane rectangle, its half-width from
-        the square image when the scene leaves it to the viewport.
+        the square image when the scene leaves it to the viewport. `groups`: the geoms' groups as the
+        model has them (while a scene is built, the floor waits in another).
         """
         eyes = self._renderer.scene.camera
         cam = eyes[0]
@@ -370,9 +372,9 @@ class CameraRenderer:
     def _under_floor(self, data, eye: np.ndarray, groups: np.ndarray) -> np.ndarray:
         """Per model geom: whether an opaque plane hides it from `eye`.
 
-        That is when the plane is shown (by `groups`) and opaque, the eye is above the plane and the geom's bounding sphere wholly below it, both
-        within the plane's extent: every line of sight to the geom then crosses the plane. (robosuite
-        parks its mocap targets, half-transparent, a metre under the floor.)
+        That is when the plane is shown (by `groups`) and opaque, the eye is above it and the geom's
+        bounding sphere wholly below it, both within its extent: every line of sight to the geom then
+        crosses the plane. (robosuite parks its mocap targets, half-transparent, a metre under the floor.)
         """
         m = self.model
         hidden = np.zeros(m.ngeom, dtype=bool)
