@@ -336,7 +336,7 @@ class CameraRenderer:
         mujoco.mjv_updateScene(self.model, data, self.option, None, camera, mujoco.mjtCatBit.mjCAT_ALL,
                                self._renderer.scene)
 
-    def _outside_view(self, data, groups: np.ndarray | None = None) -> np.ndarray:
+    def _outside_view(self, data, groups: np.ndarray) -> np.ndarray:
         """Per model geom: whether its bounding sphere lies wholly outside the view or under the floor.
 
         The frustum is the one the scene was just built with: the mean of its two eye cameras (the
@@ -365,7 +365,7 @@ class CameraRenderer:
         normals[3:] = sides[2:, :1] * u + sides[2:, 1:] * f
         radius = self.model.geom_rbound
         out = ((np.asarray(data.geom_xpos) - pos) @ normals.T < -radius[:, None]).any(axis=1)
-        out |= self._under_floor(data, pos, self.model.geom_group if groups is None else groups)
+        out |= self._under_floor(data, pos, groups)
         # Planes and other unbounded geoms (bounding radius 0) are always drawn.
         return out & (radius > 0)
 
