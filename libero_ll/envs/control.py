@@ -4,14 +4,17 @@
 input in the arm base's frame, fixed impedance, decoupled position and orientation, nullspace torques
 towards the home posture, the Panda gripper) with the gains and limits read from the robosuite
 controller it stands in for. The law is evaluated at every physics substep, as robosuite does, since
-the arm's inertia and Jacobian change too much within a control step to be held; but with MuJoCo's
-small dense Cholesky routines and a few numpy products instead of robosuite's per-substep object
-updates, pseudo-inverses and bookkeeping, so that a control step costs little more than its physics.
+the arm's inertia and Jacobian change too much within a control step to be held; but as one compiled
+function (numba, which robosuite itself depends on) over MuJoCo's Jacobian and mass matrix instead of
+robosuite's per-substep object updates, pseudo-inverses and bookkeeping, so that a control step costs
+little more than its physics. The first use compiles the law (a few seconds), later processes load it
+from numba's cache.
 """
 
 from __future__ import annotations
 
 import mujoco
+import numba
 import numpy as np
 
 from libero_ll.errors import LiberoError
@@ -62,47 +65,23 @@ class LeanControl:
         self._in_mid = (arm.input_max + arm.input_min) / 2
         self._out_mid = (arm.output_max + arm.output_min) / 2
         self._scale = np.abs(arm.output_max - arm.output_min) / np.abs(arm.input_max - arm.input_min)
-        self._kp, self._kd = np.asarray(arm.kp, float).copy(), np.asarray(arm.kd, float).copy()
-        self._home = np.array(arm.initial_joint, dtype=float)
-        self._tau_lo, self._tau_hi = model.actuator_ctrlrange[self._arm_act].T.copy()
         self._grip_lo, self._grip_hi = model.actuator_ctrlrange[self._grip_act].T.copy()
         self._grip_speed = float(gripper.speed)
         self._grip = np.zeros(2)
-        n = len(self._home)
         self._jac = np.zeros((6, model.nv))
-        self._full = np.zeros((model.nv, model.nv))
-        # Views, fixed once: the arm's Jacobian columns and mass-matrix block, and the simulator
-        # quantities read at every substep (MjData keeps its arrays for its lifetime).
         self._jac_pos, self._jac_rot = self._jac[:3], self._jac[3:]
-        self._j = self._jac[:, self._vs]
-        self._j_t = self._j.T
-        self._j_rows = list(self._j)
-        self._mass = self._full[self._vs, self._vs]
+        self._full = np.zeros((model.nv, model.nv))
         self._qm = data.qM
-        self._site_pos = data.site_xpos[self._site]
-        self._site_rot_t = data.site_xmat[self._site].reshape(3, 3).T
-        self._qpos, self._qvel, self._bias = data.qpos[self._qs], data.qvel[self._vs], data.qfrc_bias[self._vs]
-        self._ctrl = data.ctrl[_contiguous(self._arm_act, "actuators")]
-        self._chol_m = np.zeros((n, n))
-        self._minv_jt = np.zeros((6, n))  # row i: M^-1 times Jacobian row i
-        self._minv_rows = list(self._minv_jt)
-        self._minv_t = self._minv_jt.T
-        self._a = np.zeros((6, 6))
-        self._a_pos, self._a_ori = self._a[:3, :3], self._a[3:, 3:]
-        self._rot = np.zeros((3, 3))
-        self._rot_flat = self._rot.reshape(9)
-        self._chol_pos, self._chol_ori, self._chol_full = np.zeros((3, 3)), np.zeros((3, 3)), np.zeros((6, 6))
-        self._wrench = np.zeros(6)
-        self._null = np.zeros(6)
-        self._err = np.zeros(6)
-        self._err_pos = self._err[:3]
-        self._jv = np.zeros(6)
-        self._force = np.zeros(6)
-        self._posture = np.zeros(n)
-        self._jp = np.zeros(6)
-        self._tau = np.zeros(n)
-        self._goal_pos = np.zeros(3)
-        self._goal_rot = np.eye(3)
+        self._goal = np.zeros((4, 3))  # the goal: the hand's position, then its rotation matrix
+        self._goal_pos, self._goal_rot = self._goal[0], self._goal[1:]
+        # The law's arguments, fixed once: MjData keeps its arrays for its lifetime, so these views
+        # follow the simulation.
+        gains = np.zeros((5, len(arm.initial_joint)))  # kp, kd (6 each), home posture, torque range
+        gains[0, :6], gains[1, :6], gains[2] = arm.kp, arm.kd, arm.initial_joint
+        gains[3], gains[4] = model.actuator_ctrlrange[self._arm_act].T
+        self._law_args = (self._jac, self._full, self._vs.start, data.qpos[self._qs], data.qvel[self._vs],
+                          data.qfrc_bias[self._vs], data.site_xpos[self._site], data.site_xmat[self._site],
+                          self._goal, gains, data.ctrl[_contiguous(self._arm_act, "actuators")])
 
     def reset(self) -> None:
         """Forget the gripper command, as robosuite does when it resets its robot."""
@@ -117,13 +96,20 @@ class LeanControl:
         mid, half = (self._grip_hi + self._grip_lo) / 2, (self._grip_hi - self._grip_lo) / 2
         d.ctrl[self._grip_act] = np.clip(mid + half * self._grip, self._grip_lo, self._grip_hi)
         delta = (np.clip(action[:6], self._in_lo, self._in_hi) - self._in_mid) * self._scale + self._out_mid
-        step1, step2, torques = mujoco.mj_step1, mujoco.mj_step2, self._torques
+        step1, step2, law = mujoco.mj_step1, mujoco.mj_step2, self._apply_law
         for k in range(self.substeps):
             step1(m, d)
             if k == 0:
                 self._set_goal(delta)
-            torques()
+            law()
             step2(m, d)
+
+    def _apply_law(self) -> None:
+        """Write the arm's torques for the current substep (positions and velocities propagated) into
+        its controls."""
+        mujoco.mj_jacSite(self.model, self.data, self._jac_pos, self._jac_rot, self._site)
+        mujoco.mj_fullM(self.model, self._full, self._qm)
+        _osc_law(*self._law_args)
 
     def _set_goal(self, delta: np.ndarray) -> None:
         # robosuite's "achieved" goal mode: the deltas, in the arm base's frame, start from where the hand is.
@@ -138,63 +124,111 @@ class LeanControl:
             mujoco.mju_quat2Mat(turn.reshape(9), quat)
         self._goal_rot[:] = base_rot @ turn @ base_rot.T @ d.site_xmat[self._site].reshape(3, 3)
 
-    def _torques(self) -> None:
-        """Joint torques of the operational-space law at the current substep, clipped to the actuators,
-        written into the arm's controls.
-
-        tau = J^T (L_pos f_pos ; L_ori f_ori) + N^T M p + bias, where f = kp * error - kd * J qdot is
-        the desired wrench, L_* = (J_* M^-1 J_*^T)^-1 the operational-space inertias, p = kn (home - q)
-        - kv qdot the posture acceleration and N^T M = M - J^T L J (L the full 6-D inertia). robosuite
-        takes pseudo-inverses where this solves by Cholesky factors: for these positive definite
-        matrices the two agree up to rounding. Every product writes into an array made once (the law
-        runs 25 times a control step, and small numpy calls cost more than their arithmetic).
-        """
-        m, d = self.model, self.data
-        matmul, subtract, multiply, chol_solve = np.matmul, np.subtract, np.multiply, mujoco.mju_cholSolve
-        mujoco.mj_jacSite(m, d, self._jac_pos, self._jac_rot, self._site)
-        mujoco.mj_fullM(m, self._full, self._qm)
-        j, mass, qvel, chol = self._j, self._mass, self._qvel, self._chol_m
-        chol[:] = mass
-        mujoco.mju_cholFactor(chol, MIN_PIVOT)
-        for out, row in zip(self._minv_rows, self._j_rows):
-            chol_solve(out, chol, row)
-        a = matmul(j, self._minv_t, out=self._a)
-        r = self._rot_flat
-        matmul(self._goal_rot, self._site_rot_t, out=self._rot)
-        err = self._err
-        subtract(self._goal_pos, self._site_pos, out=self._err_pos)
-        # robosuite's orientation error, 0.5 * sum_i current_i x goal_i over the columns, is
-        # 0.5 * vee(R_goal R^T - R R_goal^T).
-        err[3] = 0.5 * (r[7] - r[5])
-        err[4] = 0.5 * (r[2] - r[6])
-        err[5] = 0.5 * (r[3] - r[1])
-        force, jv = self._force, self._jv
-        multiply(self._kp, err, out=force)
-        multiply(self._kd, matmul(j, qvel, out=jv), out=jv)
-        subtract(force, jv, out=force)
-        self._solve(self._a_pos, force[:3], self._wrench[:3], self._chol_pos)
-        self._solve(self._a_ori, force[3:], self._wrench[3:], self._chol_ori)
-        posture = self._posture
-        multiply(NULLSPACE_KP, subtract(self._home, self._qpos, out=posture), out=posture)
-        subtract(posture, NULLSPACE_KV * qvel, out=posture)
-        self._solve(a, matmul(j, posture, out=self._jp), self._null, self._chol_full)
-        tau = self._tau
-        matmul(self._j_t, subtract(self._wrench, self._null, out=self._jv), out=tau)
-        tau += mass @ posture
-        tau += self._bias
-        np.minimum(np.maximum(tau, self._tau_lo, out=tau), self._tau_hi, out=self._ctrl)
-
-    @staticmethod
-    def _solve(mat: np.ndarray, rhs: np.ndarray, out: np.ndarray, work: np.ndarray) -> None:
-        """out = mat^-1 rhs for a symmetric positive definite mat (work: a scratch matrix of its shape;
-        rhs contiguous)."""
-        work[:] = mat
-        mujoco.mju_cholFactor(work, MIN_PIVOT)
-        mujoco.mju_cholSolve(out, work, rhs)
-
 
 def _contiguous(indexes, what: str) -> slice:
     idx = [int(i) for i in indexes]
     if idx != list(range(idx[0], idx[0] + len(idx))):
         raise LiberoError(f"the lean controller needs the arm's {what} side by side in the simulator state, got {idx}")
     return slice(idx[0], idx[0] + len(idx))
+
+
+@numba.njit(cache=True, nogil=True)
+def _osc_law(jac, full, v0, qpos, qvel, bias, site_pos, site_rot, goal, gains, ctrl):
+    """Joint torques of the operational-space law at the current substep, clipped to the actuators'
+    range and written into `ctrl`.
+
+    tau = J^T (L_pos f_pos ; L_ori f_ori) + N^T M p + bias, where f = kp * error - kd * J qdot is the
+    desired wrench, L_* = (J_* M^-1 J_*^T)^-1 the operational-space inertias, p = kn (home - q) - kv qdot
+    the posture acceleration and N^T M = M - J^T L J (L the full 6-D inertia). robosuite takes
+    pseudo-inverses where this solves by Cholesky factors: for these positive definite matrices the two
+    agree up to rounding.
+
+    Args:
+        jac: (6, nv) the hand site's Jacobian, position rows first; full: (nv, nv) the mass matrix;
+        v0: the arm's first velocity index; qpos, qvel, bias: the arm's joint positions, velocities
+        and bias forces; site_pos, site_rot: the hand site's position and rotation (9, row-major);
+        goal: (4, 3) the goal position, then the goal rotation; gains: (5, n) kp and kd (6 each),
+        the home posture, the torque range's low and high ends.
+    """
+    n = qpos.shape[0]
+    j = jac[:, v0:v0 + n]
+    mass = full[v0:v0 + n, v0:v0 + n]
+    # a = J M^-1 J^T, the inverse of the full operational-space inertia.
+    minv_jt = np.empty((n, 6))
+    for r in range(6):
+        minv_jt[:, r] = _spd_solve(mass, j[r])
+    a = np.empty((6, 6))
+    for r in range(6):
+        for c in range(6):
+            s = 0.0
+            for k in range(n):
+                s += j[r, k] * minv_jt[k, c]
+            a[r, c] = s
+    # robosuite's orientation error, 0.5 * sum_i current_i x goal_i over the columns, is
+    # 0.5 * vee(R_goal R^T - R R_goal^T).
+    rot = np.empty((3, 3))
+    for r in range(3):
+        for c in range(3):
+            rot[r, c] = goal[1 + r, 0] * site_rot[3 * c] + goal[1 + r, 1] * site_rot[3 * c + 1] \
+                + goal[1 + r, 2] * site_rot[3 * c + 2]
+    err = np.empty(6)
+    for i in range(3):
+        err[i] = goal[0, i] - site_pos[i]
+    err[3] = 0.5 * (rot[2, 1] - rot[1, 2])
+    err[4] = 0.5 * (rot[0, 2] - rot[2, 0])
+    err[5] = 0.5 * (rot[1, 0] - rot[0, 1])
+    posture = np.empty(n)
+    for k in range(n):
+        posture[k] = NULLSPACE_KP * (gains[2, k] - qpos[k]) - NULLSPACE_KV * qvel[k]
+    force = np.empty(6)
+    j_posture = np.empty(6)
+    for r in range(6):
+        velocity = 0.0
+        s = 0.0
+        for k in range(n):
+            velocity += j[r, k] * qvel[k]
+            s += j[r, k] * posture[k]
+        force[r] = gains[0, r] * err[r] - gains[1, r] * velocity
+        j_posture[r] = s
+    wrench = np.empty(6)
+    wrench[:3] = _spd_solve(a[:3, :3], force[:3])
+    wrench[3:] = _spd_solve(a[3:, 3:], force[3:])
+    wrench -= _spd_solve(a, j_posture)
+    for k in range(n):
+        t = bias[k]
+        for r in range(6):
+            t += j[r, k] * wrench[r]
+        for c in range(n):
+            t += mass[k, c] * posture[c]
+        ctrl[k] = min(max(t, gains[3, k]), gains[4, k])
+
+
+@numba.njit(cache=True, nogil=True)
+def _spd_solve(mat, rhs):
+    """mat^-1 rhs for a symmetric positive definite mat, by its Cholesky factor; pivots under MIN_PIVOT
+    are raised to it."""
+    n = rhs.shape[0]
+    low = np.zeros((n, n))
+    for c in range(n):
+        s = mat[c, c]
+        for k in range(c):
+            s -= low[c, k] * low[c, k]
+        pivot = np.sqrt(max(s, MIN_PIVOT))
+        low[c, c] = pivot
+        for r in range(c + 1, n):
+            t = mat[r, c]
+            for k in range(c):
+                t -= low[r, k] * low[c, k]
+            low[r, c] = t / pivot
+    x = np.empty(n)
+    for r in range(n):
+        t = rhs[r]
+        for k in range(r):
+            t -= low[r, k] * x[k]
+        x[r] = t / low[r, r]
+    for r in range(n - 1, -1, -1):
+        t = x[r]
+        for k in range(r + 1, n):
+            t -= low[k, r] * x[k]
+        x[r] = t / low[r, r]
+    return x

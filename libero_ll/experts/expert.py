@@ -46,8 +46,9 @@ from libero_ll.experts.skills import (
 # the objects' lifted walls and multi-point convex contacts; 0.10 keeps a round wall's grasp hint
 # whenever it is clear enough; 0.11 lets go of a thing put into a container 1.2 cm above its floor, not 3.2;
 # 0.12 does not grasp where the open outer finger would come down on something beside the object; 0.13 adds
-# noise to the rotation actions of moves, ROT_NOISE).
-EXPERT_VERSION = "scripted-expert 0.13"
+# noise to the rotation actions of moves, ROT_NOISE; 0.14 acts under the lean controller compiled, whose torques
+# round differently, so that contacts and the demos drift apart from 0.13's over an episode).
+EXPERT_VERSION = "scripted-expert 0.14"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10

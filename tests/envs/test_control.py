@@ -51,6 +51,37 @@ def test_lean_controller_tracks_robosuites(soup_env, robosuite_env):
         np.testing.assert_allclose(grip, grip_r, atol=1e-3)
 
 
+def test_compiled_law_gives_robosuites_torques(soup_env, robosuite_env):
+    """At a state with the arm moving, the compiled law's torques are those of robosuite's own controller
+    under the same action (both clipped to the actuators' range). robosuite turns the goal through
+    single-precision rotations (transform_utils), about 1e-6 relative, so a moving goal is compared at
+    1e-5; holding still, the laws agree to rounding."""
+    import mujoco
+
+    robosuite_env.reset(seed=3)
+    for a in _actions()[:8]:
+        robosuite_env.step(a)
+    state = robosuite_env.get_state()
+    robot = robosuite_env.scene.robots[0]
+    arm = robot.part_controllers["right"]
+    acts = robot._ref_actuators_indexes_dict["right"]
+    lo, hi = robosuite_env.model.actuator_ctrlrange[acts].T
+    lean = soup_env._lean
+    for action, rtol in (([0.5, -0.3, 0.2, 0.3, -0.2, 0.4], 1e-5), ([-1.0, 0.8, -0.6, -0.9, 0.7, -0.5], 1e-5),
+                         ([0.0] * 6, 1e-10)):
+        robosuite_env.reset_to(state)
+        arm.update(force=True)
+        arm.set_goal(np.array(action))
+        ref = np.clip(arm.run_controller(), lo, hi)
+        soup_env.reset_to(state)
+        mujoco.mj_forward(soup_env.model, soup_env.data)
+        lean._set_goal(arm.scale_action(np.array(action)))
+        lean._apply_law()
+        ours = soup_env.data.ctrl[acts]
+        assert np.abs(ref).max() > 1.0, "the arm should be pushed"
+        np.testing.assert_allclose(ours, ref, rtol=rtol, atol=1e-9)
+
+
 def test_lean_replay_is_exact(soup_env):
     soup_env.reset(seed=4)
     start = soup_env.get_state()
