@@ -105,10 +105,16 @@ def draw_robot(model, bodies, robot_mesh: str) -> None:
 
 
 def _gl_flush() -> None:
-    """Hand what the current GL context has drawn to the rasterizer without waiting for it."""
-    from OpenGL import GL
+    """Hand what the current GL context has drawn to the rasterizer without waiting for it.
 
-    GL.glFlush()
+    The GL library's own entry point, not PyOpenGL's checked wrapper: glFlush raises no error of its own,
+    and the wrapper would raise whatever error an earlier call left in the context, as MuJoCo's calls,
+    which never look, may (robosuite's renderer draws with whichever context is current, ours included,
+    and leaves "invalid framebuffer operation" behind in it).
+    """
+    from OpenGL import platform
+
+    platform.PLATFORM.GL.glFlush()
 
 
 def _concave_drawn_hulls(model) -> list[int]:

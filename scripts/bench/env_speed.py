@@ -79,9 +79,11 @@ class Lift:
 
         ctrl = load_composite_controller_config(controller="BASIC", robot="Panda")
         cams = {"camera_names": list(CAMERAS), "camera_heights": size, "camera_widths": size}
+        # hard_reset=False: a reset keeps the simulation, and with it the model our renderer draws (a hard
+        # reset builds a new one).
         self.env = robosuite.make("Lift", robots="Panda", controller_configs=ctrl, has_renderer=False,
                                   has_offscreen_renderer=own_cameras, use_camera_obs=own_cameras, control_freq=20,
-                                  **(cams if own_cameras else {}))
+                                  hard_reset=False, **(cams if own_cameras else {}))
         model = self.env.sim.model._model
         bodies = [self.env.sim.model.body_id2name(b) or "" for b in model.geom_bodyid]
         draw_robot(model, bodies, robot_mesh)
@@ -94,6 +96,11 @@ class Lift:
         self.cameras = cameras
 
     def step(self, action: np.ndarray) -> None:
+        if self.cameras and self.renderer is None:
+            # robosuite draws its camera observations with whichever GL context is current (its own is
+            # made current only when created): make it current, as another env's renderer may have left
+            # its own.
+            self.env.sim._render_context_offscreen.gl_ctx.make_current()
         self.env.step(action)
         if self.cameras and self.renderer is not None:
             # As an env's observation draws its cameras (CameraRenderer.render_many).

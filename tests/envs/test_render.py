@@ -299,6 +299,25 @@ def test_pictures_drawn_together_are_the_single_pictures(soup_env):
         r.render_many(soup_env.data, CAMERAS)
 
 
+def test_an_error_left_in_the_gl_context_by_other_code_does_not_stop_the_pictures(soup_env):
+    """Other code may leave a GL error behind in our context (robosuite's renderer draws with whichever
+    context is current; MuJoCo never reads the error flag). Drawing two pictures together goes on, and
+    they are the pictures drawn with no error pending."""
+    from OpenGL import GL, platform
+
+    soup_env.reset(seed=1)
+    cams = list(soup_env.config.cameras.values())
+    renderer = soup_env._renderer()
+    clean = renderer.render_many(soup_env.data, cams)
+    renderer._renderer._gl_context.make_current()
+    platform.PLATFORM.GL.glEnable(0)  # an invalid enum: sets GL_INVALID_ENUM, unchecked
+    after = renderer.render_many(soup_env.data, cams)
+    for a, b in zip(clean, after):
+        np.testing.assert_array_equal(a, b)
+    renderer._renderer._gl_context.make_current()
+    GL.glGetError()  # clear the flag for the tests after this one
+
+
 def test_what_cannot_be_seen_is_left_out_under_the_floor_and_invisible_sites(soup_env):
     """robosuite parks its mocap targets a metre under the floor and keeps its markers as sites with no
     opacity: none of them is drawn (test_culled_images_are_the_same_pixel_for_pixel checks that the pictures
