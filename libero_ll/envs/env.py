@@ -32,15 +32,16 @@ class EnvConfig:
         robot_mesh: "visual" draws the robot's detailed meshes; "simplified" draws them with about a
             fifth of their triangles (`render.simplify_meshes`; the images differ from "visual" in about
             1.6% of the pixels at 128 px); "collision" draws its simple collision hulls. On a CPU with
-            two 128 px cameras an env step runs about 1.6 to 1.9 times as fast with "simplified" and
-            2.6 to 2.7 times as fast with "collision" (README's benchmark; the scene objects look the
+            two 128 px cameras an env step runs about 1.9 to 2.1 times as fast with "simplified" and
+            3.1 to 3.2 times as fast with "collision" (README's benchmark; the scene objects look the
             same in all three).
         settle_steps: zero-action policy steps after placing objects so that they come to rest.
         render: whether to render camera images at all (off for fast expert dry runs).
         cameras: observation key -> camera name of the images in each observation.
         controller: "lean" computes robosuite's default Panda controller (operational-space pose
             control, 0.05 m and 0.5 rad per unit of action, and the gripper) in our own code between
-            MuJoCo's step calls (envs/control.py), in about half the time; "robosuite" runs robosuite's
+            MuJoCo's step calls (envs/control.py, compiled), a step without cameras in under a quarter of
+            the time; "robosuite" runs robosuite's
             own. The same actions move the hand alike up to rounding, so a demo replays exactly only
             under the controller it was recorded with (kept in its file's env_args).
     """
