@@ -39,11 +39,11 @@ class EnvConfig:
         render: whether to render camera images at all (off for fast expert dry runs).
         cameras: observation key -> camera name of the images in each observation.
         controller: "lean" computes robosuite's default Panda controller (operational-space pose
-            control, 0.05 m and 0.5 rad per unit of action, and the gripper) in our own code between
-            MuJoCo's step calls (envs/control.py, compiled), a step without cameras in under a quarter of
-            the time; "robosuite" runs robosuite's
-            own. The same actions move the hand alike up to rounding, so a demo replays exactly only
-            under the controller it was recorded with (kept in its file's env_args).
+            control, 0.05 m and 0.5 rad per unit of action, and the gripper) in our own compiled code
+            between MuJoCo's step calls (envs/control.py): a step without cameras takes under a quarter
+            of the time. "robosuite" runs robosuite's own. The same actions move the hand alike up to
+            rounding, so a demo replays exactly only under the controller it was recorded with (kept in
+            its file's env_args).
     """
 
     image_size: int = 128
