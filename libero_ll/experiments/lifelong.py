@@ -247,16 +247,22 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
 
         def save_state(stage: int, phase: str, epoch: int) -> None:
             writer.flush()
+            learner_state = learner.state_dict()
+            if phase == "start":
+                # Between stages: the next one starts with a fresh optimiser (start_task) and its own best
+                # point, so neither is kept. A paper-size state is then the weights and the learner's
+                # memories (about 13 MB with ER) instead of five copies of the weights.
+                learner_state["optimizer"] = None
             state = {
                 "version": STATE_VERSION,
                 "position": {"stage": stage, "phase": phase, "epoch": epoch},
                 "global_epoch": global_epoch,
                 "policy": policy.state_dict(),
-                "learner": learner.state_dict(),
+                "learner": learner_state,
                 "tensor": tensor.to_dict(),
                 "best": best,
                 "best_index": best_index,
-                "best_state": best_state,
+                "best_state": None if phase == "start" else best_state,
                 "resources": resources,
                 "rng": rng_states(),
             }

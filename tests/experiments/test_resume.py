@@ -39,6 +39,7 @@ def _same_weights(a: Path, b: Path) -> bool:
     [
         ("er", "stage 2 epoch 1", 1),  # mid-task, with a replay memory and its random draws
         ("ewc", "stage 2/2", 1),  # after the epoch-0 evaluation of a task, before its first save
+        ("er", "stage 2/2", 1),  # the same with a replay memory: the state kept between stages
         ("packnet", "stage 1 fine-tune epoch 1", 1),  # inside the post-prune fine-tune
         ("mtl", "stage 1 epoch 2", 1),  # the single stage of all tasks, at its last epoch
         # The same, its tasks' rollouts in flight together in two workers (three worker pools start: slow).
@@ -53,6 +54,12 @@ def test_crash_and_resume_matches_uninterrupted(learner, crash_at, workers, tmp_
 
     cfg = make_smoke_config(tmp_path / "b", smoke_data, *overrides)
     run_dir = stop_run(cfg, crash_at, smoke_envs)
+    saved = torch.load(run_dir / "resume.pt", weights_only=True)
+    if saved["position"]["phase"] == "start":
+        # Between stages neither the optimiser's moments nor the last stage's best weights are kept.
+        assert saved["learner"]["optimizer"] is None and saved["best_state"] is None
+    else:
+        assert saved["learner"]["optimizer"] is not None and saved["best_state"] is not None
     resumed_lines = []
     run_lifelong(cfg, log=resumed_lines.append, resume=run_dir, envs=smoke_envs)
 
