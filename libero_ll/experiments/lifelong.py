@@ -98,7 +98,8 @@ class _Position:
 
 
 def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | None = None,
-                 envs: list | None = None, timings: dict | None = None, run_dir: str | Path | None = None) -> Path:
+                 envs: list | None = None, timings: dict | None = None, run_dir: str | Path | None = None,
+                 max_stages: int | None = None) -> Path:
     """Run one lifelong experiment end to end (or continue one) and return its run directory.
 
     Steps: embed instructions, build the policy (optionally from `init_from`), collect missing demos with the
@@ -126,6 +127,9 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             call, setup included).
         run_dir: start the new run in this directory (created if missing; it must not hold a run yet) instead
             of a fresh `<output_dir>/<name>_<suite>_..._<time>` one; sweeps name their runs this way.
+        max_stages: end this call once this many stages have ended in it (a stage resumed in the middle
+            counts as one), with the state between stages saved, so that a later `resume` goes on from the
+            next stage: a run spread over sessions of limited time. None trains to the end.
     """
     from omegaconf import OmegaConf
 
@@ -139,6 +143,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     t_call = time.time()
     # A run being continued uses the task files it began with, wherever it is continued from.
     kept = run_task_files(resume) if resume is not None else None
+    if max_stages is not None and int(max_stages) < 1:
+        raise LiberoError(f"the number of stages to train in one call must be at least 1, got {max_stages}")
     check_components(cfg, check_init=resume is None, check_suite=kept is None)
     torch.set_num_threads(int(cfg.num_threads))
     seed_everything(int(cfg.seed))
@@ -278,7 +284,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
 
         # 4. the lifelong loop
         epochs, every = int(cfg.train.epochs), max(1, int(cfg.eval.every))
-        t_run = time.time()
+        t_run, paused = time.time(), False
         # A resumed call's times (of the stage it resumed in, and of the run) count from the resume.
         since_resume = " since resuming" if saved is not None else ""
         for s in range(pos.stage, len(stages)):
@@ -389,7 +395,18 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             since = since_resume if s == pos.stage else ""
             log(f"stage {s + 1}/{len(stages)} {label} done in {time.time() - t0:.0f}s{since} "
                 f"(evaluation {eval_seconds - eval_before:.0f}s)")
+            if max_stages is not None and s + 1 - pos.stage >= int(max_stages) and s + 1 < len(stages):
+                n = s + 1 - pos.stage
+                log(f"paused after {n} stage{'s' if n > 1 else ''} as asked, with stage {s + 2}/{len(stages)} next; "
+                    f"continue with: libero-ll train --resume {run_dir}")
+                paused = True
+                break
 
+        if paused:
+            if timings is not None:
+                timings.update(demos=demo_seconds, eval=eval_seconds, train=time.time() - t_run - eval_seconds,
+                               total=time.time() - t_call)
+            return run_dir
         final = {"policy": policy.state_dict(), "policy_name": str(cfg.policy.name), "config": OmegaConf.to_container(cfg)}
         atomic_torch_save(final, run_dir / FINAL_POLICY)
         loop_seconds = time.time() - t_run

@@ -150,3 +150,28 @@ def test_resume_errors_are_clear(tmp_path, capsys):
     assert "not a run directory" in capsys.readouterr().err
     assert main(["train", str(REPO / "configs" / "smoke.yaml"), "--resume", str(tmp_path)]) == 2
     assert "no config" in capsys.readouterr().err
+
+
+def test_a_run_paused_between_stages_ends_like_an_uninterrupted_one(tmp_path, smoke_data, smoke_envs,
+                                                                    make_smoke_config, capsys):
+    overrides = [*FAST, "learner.name=er"]
+    whole = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *overrides), log=lambda s: None, envs=smoke_envs)
+
+    cfg = make_smoke_config(tmp_path / "b", smoke_data, *overrides)
+    lines = []
+    run_dir = run_lifelong(cfg, log=lines.append, envs=smoke_envs, max_stages=1)
+    assert lines[-1] == f"paused after 1 stage as asked, with stage 2/2 next; continue with: libero-ll train --resume {run_dir}"
+    assert not (run_dir / "final_policy.pt").exists()
+    saved = torch.load(run_dir / "resume.pt", weights_only=True)
+    assert saved["position"] == {"stage": 1, "phase": "start", "epoch": 0}
+    assert saved["learner"]["optimizer"] is None and saved["best_state"] is None
+
+    # Asked for more stages than are left, the run ends as usual.
+    lines = []
+    run_lifelong(cfg, log=lines.append, resume=run_dir, envs=smoke_envs, max_stages=5)
+    assert lines[-1].startswith("done: 2 tasks")
+    assert _results(run_dir) == _results(whole)
+    assert _same_weights(run_dir / "final_policy.pt", whole / "final_policy.pt")
+
+    assert main(["train", "--resume", str(run_dir), "--stages", "0"]) == 2
+    assert "number of stages to train in one call must be at least 1, got 0" in capsys.readouterr().err
