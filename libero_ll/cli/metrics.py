@@ -29,12 +29,16 @@ def print_metrics(run_dir: Path, as_json: bool) -> None:
             "run_dir": str(run_dir),
             "tasks": tensor.task_names,
             "matrix": _nan_none(tensor.matrix.tolist()),
+            "unfinished": _unfinished(run_dir),
         }
         out.update({k: _nan_none(v) for k, v in m.items()})
         print(json.dumps(out, indent=2))
         return
     names = tensor.task_names
     print(f"run: {run_dir}")
+    if (left := _unfinished(run_dir)) is not None:
+        print(f"unfinished: {left['stages_ended']} of {left['stages']} stages ended; the metrics cover the tasks "
+              f"learnt so far (libero-ll train --resume {run_dir} goes on)")
     print("success matrix (row: after learning task i; column: tested on task j; - not evaluated)")
     print("        " + " ".join(f"  T{j + 1:<3}" for j in range(len(names))))
     for i, row in enumerate(tensor.matrix):
@@ -105,6 +109,7 @@ def print_all_metrics(
             "run_dir": str(run_dir),
             "tasks": run.tensor.task_names,
             "matrix": _nan_none(run.tensor.matrix.tolist()),
+            "unfinished": _unfinished(run_dir),
         }
         out.update({k: _nan_none(v) for k, v in m.items()})
         print(json.dumps(out, indent=2))
@@ -121,6 +126,14 @@ def print_all_metrics(
     for key, label in PER_TASK:
         cells = " ".join("    n/a" if math.isnan(v) else f"{v:7.3f}" for v in m[key])
         print(f"  {label:<12}{cells}")
+
+
+def _unfinished(run_dir) -> dict | None:
+    """{"stages_ended", "stages"} of a run that has not ended (killed, or paused with `train --stages`)."""
+    from libero_ll.evaluation.runs import unfinished_stages
+
+    left = unfinished_stages(run_dir)
+    return None if left is None else {"stages_ended": left[0], "stages": left[1]}
 
 
 def _nan_none(v):

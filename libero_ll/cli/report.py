@@ -13,6 +13,7 @@ def cmd_report(args) -> int:
 
     from libero_ll.cli.args import output_folder
     from libero_ll.evaluation.report import generate_report
+    from libero_ll.evaluation.runs import unfinished_stages
 
     output_folder(Path(args.output).parent, "-o", shown=args.output)
 
@@ -27,8 +28,14 @@ def cmd_report(args) -> int:
         alpha=args.alpha,
         seed=args.seed,
         command=command,
+        unfinished=args.unfinished,
     )
-    print(f"report: {out / 'report.html'} ({len(args.run_dirs)} runs; tables also in report.md and *.csv)")
+    left_out = [] if args.unfinished else [p for p in args.run_dirs if unfinished_stages(p)]
+    for p in left_out:
+        ended, total = unfinished_stages(p)
+        print(f"left out {p}: unfinished, {ended} of {total} stages ended (--unfinished reports it as it stands)")
+    print(f"report: {out / 'report.html'} ({len(args.run_dirs) - len(left_out)} runs; "
+          "tables also in report.md and *.csv)")
     return 0
 
 
@@ -52,6 +59,11 @@ def register(sub) -> None:
         "--alpha", type=open_fraction, default=0.05, help="Welch's t-test significance level (default 0.05)"
     )
     s.add_argument("--seed", type=SEED, default=0, help="seed of the bootstrap (default 0)")
+    s.add_argument(
+        "--unfinished",
+        action="store_true",
+        help="report runs that have not ended as they stand (by default they are left out and named)",
+    )
     s.add_argument(
         "--no-command",
         dest="show_command",

@@ -30,6 +30,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SWEEP_FILE = "sweep.json"
 # What each session of a run ran on (libero_ll.experiments.environment writes it).
 ENVIRONMENT_FILE = "environment.json"
+# Where a run stands, written by the lifelong loop after every save: the stage (stages ended so far), phase and
+# epoch, and how many stages the run has.
+PROGRESS_FILE = "progress.json"
 # The run's log: every line the lifelong loop logs, after the time it was written (a sweep's run also gets
 # what it prints besides, its warnings and errors).
 LOG_FILE = "log.txt"
@@ -48,6 +51,8 @@ class Run:
             None for a run started by hand.
         sessions: what each session of the run (its start, then each resume) ran on (``environment.json``:
             device, versions, command); empty for runs made before it was recorded.
+        unfinished: (stages ended, stages in all) of a run that has not ended (killed, or paused with
+            `train --stages`), else None (see `unfinished_stages`).
     """
 
     path: Path
@@ -56,6 +61,7 @@ class Run:
     resources: RunResources | None
     sweep: dict | None = None
     sessions: list = field(default_factory=list)
+    unfinished: tuple[int, int] | None = None
 
     @property
     def ran_on(self) -> dict:
@@ -109,6 +115,23 @@ class Run:
         return self.learner in REPLAY_LEARNERS
 
 
+def unfinished_stages(run_dir: str | os.PathLike) -> tuple[int, int] | None:
+    """(stages ended, stages in all) of a run that has not ended yet, from its progress.json; None for a run
+    that has ended, or that recorded no progress (made by hand, or before the file existed)."""
+    try:
+        progress = json.loads((Path(run_dir) / PROGRESS_FILE).read_text(encoding="utf-8"))
+        ended, total = int(progress["stage"]), int(progress["stages"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (ended, total) if ended < total else None
+
+
+def unfinished_note(run: "Run") -> str:
+    """How far an unfinished run got, for a line of output: "3 of 10 stages ended"."""
+    ended, total = run.unfinished
+    return f"{ended} of {total} stage{'s' if total > 1 else ''} ended"
+
+
 def load_sessions(run_dir: str | os.PathLike) -> list[dict]:
     """The sessions (start, then each resume) recorded in a run's environment.json, oldest first; [] when
     there is none or it cannot be read (a run made before the file existed)."""
@@ -152,7 +175,7 @@ def load_run(path: str | os.PathLike) -> Run:
         if not isinstance(sweep, dict):
             raise LiberoError(f"{path / SWEEP_FILE} does not hold a JSON object")
     return Run(path, config, SuccessTensor.load(path / "success.json"), load_resources(path), sweep,
-               load_sessions(path))
+               load_sessions(path), unfinished_stages(path))
 
 
 def group_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str, str], list[Run]]:

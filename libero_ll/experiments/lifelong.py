@@ -29,7 +29,7 @@ from libero_ll.experiments.checkpoint import (
     rng_states,
     set_rng_states,
 )
-from libero_ll.evaluation.runs import load_sessions
+from libero_ll.evaluation.runs import PROGRESS_FILE, load_sessions
 from libero_ll.experiments.environment import record_session
 from libero_ll.experiments.run_files import RunLog, keep_task_files, run_task_files
 from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
@@ -273,7 +273,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                 "rng": rng_states(),
             }
             atomic_torch_save(state, run_dir / STATE_FILE)
-            write_json(run_dir / "progress.json", {"stage": stage, "phase": phase, "epoch": epoch,
+            write_json(run_dir / PROGRESS_FILE, {"stage": stage, "phase": phase, "epoch": epoch,
                                                    "stages": len(stages), "global_epoch": global_epoch})
 
         if saved is not None:

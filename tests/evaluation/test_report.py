@@ -282,3 +282,38 @@ def test_runs_of_a_sweep_are_grouped_by_their_variant(smoke_runs, tmp_path):
     (dirs[0] / "sweep.json").write_text("[1]")
     with pytest.raises(LiberoError, match="sweep.json does not hold a JSON object"):
         load_run(dirs[0])
+
+
+def test_unfinished_runs_are_left_out_and_named_unless_asked_for(tmp_path, capsys):
+    """A run that has not ended (killed, or paused with `train --stages`) has later tasks not learnt: the
+    report leaves it out and says so, reports it as it stands with --unfinished, and metrics say so."""
+    names = ["a", "b"]
+    done = hand_run(tmp_path / "done", "er", 1, names, [0.8, 0.6], [0.5])
+    paused = hand_run(tmp_path / "paused", "er", 2, names, [0.9, NAN], [NAN])
+    (paused / "progress.json").write_text(json.dumps({"stage": 1, "phase": "start", "epoch": 0, "stages": 2}))
+    # A run that ended has progress at its last stage: it is reported as usual.
+    (done / "progress.json").write_text(json.dumps({"stage": 2, "phase": "start", "epoch": 0, "stages": 2}))
+    out = tmp_path / "report"
+    assert main(["report", str(done), str(paused), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"left out {paused}: unfinished, 1 of 2 stages ended" in printed and "(1 runs;" in printed
+    assert [r["run_dir"] for r in read_csv(out / "runs.csv")] == [str(done.resolve())]
+    note = f"Left out, unfinished (--unfinished reports them as they stand): {paused.resolve()} (1 of 2 stages ended)."
+    assert note in (out / "report.md").read_text()
+
+    assert main(["report", str(done), str(paused), "-o", str(out), "--unfinished"]) == 0
+    rows = {r["run_dir"]: r["unfinished"] for r in read_csv(out / "runs.csv")}
+    assert rows == {str(done.resolve()): "", str(paused.resolve()): "1 of 2 stages ended"}
+    assert "Unfinished runs, reported as they stand" in (out / "report.md").read_text()
+
+    capsys.readouterr()
+    assert main(["report", str(paused), "-o", str(out)]) == 2
+    assert "every run given is unfinished" in capsys.readouterr().err
+    assert rows == {r["run_dir"]: r["unfinished"] for r in read_csv(out / "runs.csv")}  # the last report stays
+
+    assert main(["metrics", str(paused)]) == 0
+    assert "unfinished: 1 of 2 stages ended; the metrics cover the tasks learnt so far" in capsys.readouterr().out
+    assert main(["metrics", str(paused), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unfinished"] == {"stages_ended": 1, "stages": 2}
+    assert main(["metrics", str(done), "--all", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unfinished"] is None

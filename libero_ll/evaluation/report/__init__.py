@@ -33,6 +33,7 @@ def generate_report(
     alpha: float = 0.05,
     seed: int = 0,
     command: str | None = None,
+    unfinished: bool = False,
 ) -> Path:
     """Write the report of some runs into ``out_dir``.
 
@@ -49,14 +50,16 @@ def generate_report(
         alpha: significance level of Welch's t-test in the tables.
         seed: seeds the bootstrap.
         command: the command line that made the report, shown in it.
+        unfinished: report runs that have not ended (killed, or paused with `train --stages`) as they stand,
+            marked as such; by default they are left out, and the report names them.
     Returns:
         ``out_dir`` as a Path.
     Raises:
-        LiberoError: no run given, a run directory that is missing or incomplete, or an ``out_dir`` that
-            exists and is not a report.
+        LiberoError: no run given, a run directory that is missing or incomplete, every run unfinished
+            (without ``unfinished``), or an ``out_dir`` that exists and is not a report.
     """
     from libero_ll.evaluation.report.tables import MeasuredRun
-    from libero_ll.evaluation.runs import group_runs, load_run, measure_run
+    from libero_ll.evaluation.runs import group_runs, load_run, measure_run, unfinished_note
 
     out_dir = Path(out_dir)
     if not run_dirs:
@@ -69,6 +72,13 @@ def generate_report(
         raise LiberoError(f"{out_dir} exists and is not a report folder; choose another output folder")
     paths = list(dict.fromkeys(Path(p).resolve() for p in run_dirs))
     runs = [load_run(p) for p in paths]
+    # A run that has not ended would enter the tables with its later tasks unlearnt.
+    left_out = [] if unfinished else [r for r in runs if r.unfinished]
+    if left_out and len(left_out) == len(runs):
+        listed = "; ".join(f"{r.path} ({unfinished_note(r)})" for r in left_out)
+        raise LiberoError(f"report: every run given is unfinished: {listed}; continue them with "
+                          "`libero-ll train --resume RUN_DIR`, or report them as they stand with --unfinished")
+    runs = [r for r in runs if not r.unfinished] if left_out else runs
     ref = load_run(reference) if reference else None
     singles = [load_run(p) for p in single_task]
     measured = [MeasuredRun(r, measure_run(r, ref, singles, epsilon)) for r in runs]
@@ -78,7 +88,7 @@ def generate_report(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
     try:
-        _write(tmp, groups, measured, ref, singles, confidence, alpha, seed, command)
+        _write(tmp, groups, measured, ref, singles, confidence, alpha, seed, command, left_out)
         (tmp / MARKER).write_text("libero_ll report\n", encoding="utf-8")
         _replace_dir(tmp, out_dir)
     except BaseException:
@@ -104,10 +114,12 @@ def _replace_dir(new: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, alpha, seed, command) -> None:
+def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, alpha, seed, command,
+           left_out: list) -> None:
     """Write every file of the report (pages, CSV tables, plots/) into the folder ``tmp``."""
     from libero_ll.evaluation import cl_metrics as cl
     from libero_ll.evaluation.report import plots, render, tables
+    from libero_ll.evaluation.runs import unfinished_note
 
     plots_dir = tmp / "plots"
     plots_dir.mkdir()
@@ -137,6 +149,13 @@ def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, al
     md = ["# Lifelong-learning report", "", f"{len(measured)} runs, {len(groups)} methods.", ""]
     if command:
         md += [f"Command: `{command}`", ""]
+    as_they_stand = [m.run for m in measured if m.run.unfinished]
+    for runs, what in ((as_they_stand, "Unfinished runs, reported as they stand (their later tasks not learnt)"),
+                       (left_out, "Left out, unfinished (--unfinished reports them as they stand)")):
+        if runs:
+            note = f"{what}: " + "; ".join(f"{r.path} ({unfinished_note(r)})" for r in runs) + "."
+            html_body.append(f'<p class="note">{html.escape(note)}</p>')
+            md += [note, ""]
 
     html_body += ["<h2>Results</h2>", render.table_html(main)]
     md += ["## Results", "", render.table_markdown(main)]

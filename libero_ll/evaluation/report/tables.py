@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from libero_ll.evaluation import cl_metrics as cl
-from libero_ll.evaluation.runs import Run
+from libero_ll.evaluation.runs import Run, unfinished_note
 from libero_ll.evaluation.stats import Summary, summarize, welch_t_test
 
 # LIBERO metrics: key, header, True when higher is better.
@@ -261,7 +261,8 @@ def runs_table(measured: Sequence[MeasuredRun]) -> Table:
     for m in measured:
         r = m.run
         rec = {"run_dir": str(r.path), **_method_record(r.method), "seed": r.seed,
-               "task_order": " > ".join(r.task_order), **r.ran_on}
+               "task_order": " > ".join(r.task_order), **r.ran_on,
+               "unfinished": unfinished_note(r) if r.unfinished else ""}
         rec.update({k: float(m.metrics[k]) for k in RUN_SCALARS})
         records.append(rec)
         rows.append(
