@@ -73,6 +73,14 @@ class EvalConfig:
             doors) has moved for this many consecutive steps; 0 (the paper's protocol) runs every failing
             rollout to `max_steps`. Longer than the policy's window, such a rollout cannot recover under
             deterministic actions (libero_ll.evaluation.rollout.StillnessMonitor).
+        overlap: evaluate while training goes on, in a process of its own that rolls out copies of the
+            weights (with its own `workers`; libero_ll/experiments/background_eval.py): false (the default),
+            true, or null (on when the policy trains on a CUDA GPU, whose machine's cores otherwise idle
+            through training while the GPU idles through rollouts). The scores are those of an evaluation in
+            the training process (the same run on a CPU, tested). A stage's evaluations during training go
+            on beside it and the stage waits for them at its end; the earlier tasks' evaluation after a stage
+            is waited for. A run's state is saved at the epochs whose evaluations are in, so a resume may go
+            back a few epochs further. Not yet timed on a GPU.
     """
 
     every: int = 5
@@ -84,6 +92,7 @@ class EvalConfig:
     workers: int = 1
     envs_per_worker: int = 1
     still_steps: int = 0
+    overlap: Optional[bool] = False
 
 
 @dataclass

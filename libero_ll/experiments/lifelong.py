@@ -158,7 +158,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         envs = [LiberoEnv(t, env_cfg) for t in tasks]
     elif len(envs) != len(tasks):
         raise LiberoError(f"{len(envs)} environments given for {len(tasks)} tasks")
-    evaluator = None
+    evaluator = background = None
     writer = None
     log = run_log = RunLog(log)
     try:
@@ -208,15 +208,43 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         # The rollouts of all the tasks of an evaluation point may be in flight at once (evaluate_tasks).
         point_tasks = max(max(len(st) for st in stages), len(tasks) - 1 if cfg.eval.past_tasks else 1)
         eval_workers = resolve_workers(int(cfg.eval.workers), int(cfg.eval.rollouts) * point_tasks)
-        if eval_workers > 1:
+        overlap = cfg.eval.overlap if cfg.eval.overlap is not None else device.type == "cuda"
+        if overlap:
+            from libero_ll.experiments.background_eval import BackgroundEvaluator
+
+            background = BackgroundEvaluator(
+                OmegaConf.to_container(cfg, resolve=True), tasks, env_cfg, str(cfg.policy.name), policy_cfg,
+                shape_meta, init_states, embs, str(device), eval_workers, int(cfg.eval.envs_per_worker),
+            )
+            log(f"evaluating alongside training (eval.overlap) in a process of its own with {eval_workers} "
+                f"environment worker{'s' if eval_workers > 1 else ''}")
+        elif eval_workers > 1:
             from libero_ll.evaluation.vector_eval import ParallelEvaluator
 
             evaluator = ParallelEvaluator(tasks, env_cfg, eval_workers, int(cfg.eval.envs_per_worker))
 
         eval_seconds = 0.0
+        # Evaluations alongside training not yet entered: (epoch, global epoch, tickets, weights evaluated).
+        pending: list[tuple[int, int, list[int], dict]] = []
+
+        def submit(js: list[int], when: tuple[int, ...]) -> list[int]:
+            """Send the evaluation of tasks `js` at point `when` to the evaluation process: one job per
+            evaluation context (one for all of `js` when the learner's is the same for them), in `js`'s order."""
+            groups = [list(js)] if learner.shares_eval_context(list(js)) else [[j] for j in js]
+            tickets = []
+            for group in groups:
+                with learner.eval_context(group[0]):
+                    tickets.append(background.submit(group, when, policy.state_dict()))
+            return tickets
 
         def evaluate(js: list[int], *when: int) -> list[float]:
             nonlocal eval_seconds
+            if background is not None:
+                t = time.time()
+                try:
+                    return [v for k in submit(js, when) for v in background.wait(k)]
+                finally:
+                    eval_seconds += time.time() - t
             t, threads = time.time(), torch.get_num_threads()
             # One torch thread while rollouts run: the simulator (in this process or in the workers) needs the
             # other cores, and OpenMP threads left spinning between the policy's small steps would take them.
@@ -252,6 +280,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=global_epoch + 1 if saved else None)
 
         def save_state(stage: int, phase: str, epoch: int) -> None:
+            if pending:
+                return  # an evaluation alongside training is out: the last state saved stays the one to resume
             writer.flush()
             learner_state = learner.state_dict()
             if phase == "start":
@@ -294,17 +324,46 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             dataset = train_cfg.dataset([task_data[j] for j in stage], policy)
             phase, first_epoch = (pos.phase, pos.epoch) if s == pos.stage else ("start", 0)
             t0, eval_before = time.time(), eval_seconds
+            alongside_before = background.seconds if background is not None else 0.0
+
+            def record(epoch: int, at: int, scores: list[float], weights: dict) -> None:
+                """Enter the stage's evaluation at `epoch` (global epoch `at`) of `weights`; the best so far
+                (the earliest on ties; epoch 0 starts the count) is the stage's kept policy."""
+                nonlocal best, best_index, best_state
+                for j, score in zip(stage, scores):
+                    tensor.eval_epochs[j].append(epoch)
+                    tensor.curves[j].append(score)
+                    writer.add_scalar(f"{names[j]}/success", score, at)
+                if epoch == 0 or float(np.mean(scores)) > best:
+                    best, best_state = float(np.mean(scores)), weights
+                    best_index = len(tensor.curves[stage[0]]) - 1
+
+            def take(wait: bool) -> None:
+                """Enter the evaluations alongside training that are in (all of them, waiting, with `wait`),
+                oldest first, each with a line of its own."""
+                nonlocal eval_seconds
+                t = time.time()
+                while pending and (wait or all(background.done(k) for k in pending[0][2])):
+                    epoch, at, tickets, weights = pending.pop(0)
+                    scores = [v for k in tickets for v in background.wait(k)]
+                    record(epoch, at, scores, weights)
+                    tensor.save(run_dir / "success.json")
+                    if epoch == 0:
+                        log(f"stage {s + 1}/{len(stages)} {label}: epoch 0 success {_fmt(scores)}")
+                    else:
+                        log(f"stage {s + 1} epoch {epoch}: success {_fmt(scores)}, curve {_curve(tensor, stage)}")
+                if wait:
+                    eval_seconds += time.time() - t
 
             if phase == "start":
                 learner.start_task(s, data_s)
-                scores = evaluate(stage, s, 0)
-                for j, score in zip(stage, scores):
-                    tensor.eval_epochs[j].append(0)
-                    tensor.curves[j].append(score)
-                    writer.add_scalar(f"{names[j]}/success", score, global_epoch)
-                best, best_index, best_state = float(np.mean(scores)), 0, copy.deepcopy(policy.state_dict())
-                tensor.save(run_dir / "success.json")
-                log(f"stage {s + 1}/{len(stages)} {label}: epoch 0 success {_fmt(scores)}")
+                if background is None:
+                    scores = evaluate(stage, s, 0)
+                    record(0, global_epoch, scores, copy.deepcopy(policy.state_dict()))
+                    tensor.save(run_dir / "success.json")
+                    log(f"stage {s + 1}/{len(stages)} {label}: epoch 0 success {_fmt(scores)}")
+                else:
+                    pending.append((0, global_epoch, submit(stage, (s, 0)), copy.deepcopy(policy.state_dict())))
                 phase, first_epoch = "train", 0
                 save_state(s, phase, 0)
 
@@ -321,18 +380,19 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                     if epoch % every == 0 or epoch == epochs:
                         # With train.ema_decay the averaged weights are evaluated and kept.
                         with learner.averaged_weights():
-                            scores = evaluate(stage, s, epoch)
-                            for j, score in zip(stage, scores):
-                                tensor.eval_epochs[j].append(epoch)
-                                tensor.curves[j].append(score)
-                                writer.add_scalar(f"{names[j]}/success", score, global_epoch)
-                            if float(np.mean(scores)) > best:
-                                best, best_state = float(np.mean(scores)), copy.deepcopy(policy.state_dict())
-                                best_index = len(tensor.curves[stage[0]]) - 1
-                        line += f" success {_fmt(scores)}, curve {_curve(tensor, stage)}"
+                            weights = copy.deepcopy(policy.state_dict())
+                            if background is None:
+                                scores = evaluate(stage, s, epoch)
+                            else:
+                                pending.append((epoch, global_epoch, submit(stage, (s, epoch)), weights))
+                        if background is None:
+                            record(epoch, global_epoch, scores, weights)
+                            line += f" success {_fmt(scores)}, curve {_curve(tensor, stage)}"
                     tensor.save(run_dir / "success.json")
                     log(f"{line} ({time.time() - t0:.0f}s)")
+                    take(wait=False)
                     save_state(s, "train", epoch)
+                take(wait=True)  # the stage keeps its best evaluated weights: all its evaluations are needed
 
                 # The kept policy: the best checkpoint, then whatever the learner does at the end of a stage.
                 policy.load_state_dict(best_state)
@@ -394,7 +454,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             save_state(s + 1, "start", 0)
             since = since_resume if s == pos.stage else ""
             log(f"stage {s + 1}/{len(stages)} {label} done in {time.time() - t0:.0f}s{since} "
-                f"(evaluation {eval_seconds - eval_before:.0f}s)")
+                f"(evaluation {eval_seconds - eval_before:.0f}s{_alongside(background, alongside_before)})")
             if max_stages is not None and s + 1 - pos.stage >= int(max_stages) and s + 1 < len(stages):
                 n = s + 1 - pos.stage
                 log(f"paused after {n} stage{'s' if n > 1 else ''} as asked, with stage {s + 2}/{len(stages)} next; "
@@ -411,10 +471,12 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         atomic_torch_save(final, run_dir / FINAL_POLICY)
         loop_seconds = time.time() - t_run
         log(f"done: {len(tasks)} tasks, {global_epoch} epochs in {loop_seconds:.0f}s{since_resume} "
-            f"(evaluation {eval_seconds:.0f}s); results in {run_dir}")
+            f"(evaluation {eval_seconds:.0f}s{_alongside(background, 0.0)}); results in {run_dir}")
         if timings is not None:
             timings.update(demos=demo_seconds, eval=eval_seconds, train=loop_seconds - eval_seconds,
                            total=time.time() - t_call)
+            if background is not None:
+                timings["eval_alongside"] = background.seconds
     except BaseException as e:
         run_log.stopped(e)
         raise
@@ -423,6 +485,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             writer.close()
         if evaluator is not None:
             evaluator.close()
+        if background is not None:
+            background.close()
         run_log.close()
         if own_envs:
             for e in envs:
@@ -483,6 +547,13 @@ def _kept_line(stage: int, epoch: int, success: float) -> str:
         return (f"stage {stage + 1}: kept the weights the stage began with (epoch 0, success {success:.2f}): "
                 f"no evaluation after training did better, so this stage's training is not in the kept policy")
     return f"stage {stage + 1}: kept the weights of epoch {epoch} (success {success:.2f})"
+
+
+def _alongside(background, before: float) -> str:
+    """What the evaluation process did alongside training (eval.overlap), for a log line; "" without it."""
+    if background is None:
+        return ""
+    return f" waited for; the evaluation process worked {background.seconds - before:.0f}s alongside training"
 
 
 def _fmt(scores: list[float]) -> str:

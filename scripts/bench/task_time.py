@@ -76,7 +76,7 @@ def run(config: Path, task: str | None, overrides: list[str]) -> None:
     rows = [
         (f"demos ({demos})", timings["demos"]),
         ("training", timings["train"]),
-        ("evaluation", timings["eval"]),
+        ("evaluation" + (" (waited for)" if "eval_alongside" in timings else ""), timings["eval"]),
         ("setup and other", other),
         ("whole task", timings["total"]),
     ]
@@ -84,6 +84,9 @@ def run(config: Path, task: str | None, overrides: list[str]) -> None:
     print("task time: " + "\n  ".join(settings))
     for label, seconds in rows:
         print(f"  {label:<28} {seconds:9.1f} s  {100 * seconds / max(timings['total'], 1e-9):5.1f}%")
+    if "eval_alongside" in timings:
+        print(f"  (evaluation alongside training, eval.overlap: {timings['eval_alongside']:.1f} s of the "
+              "evaluation process's work)")
     print(f"  (wall time of the call {wall:.1f} s; run directory {run_dir})")
 
 

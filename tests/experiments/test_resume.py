@@ -175,3 +175,28 @@ def test_a_run_paused_between_stages_ends_like_an_uninterrupted_one(tmp_path, sm
 
     assert main(["train", "--resume", str(run_dir), "--stages", "0"]) == 2
     assert "number of stages to train in one call must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_evaluating_alongside_training_gives_the_same_run(tmp_path, smoke_data, smoke_envs, make_smoke_config,
+                                                          stop_run):
+    """eval.overlap rolls the weights out in a process of its own while training goes on: the same scores,
+    kept weights and final policy as evaluating in the training process, also for a run killed while an
+    evaluation was out and resumed (PackNet: its earlier tasks' own networks are sent one by one)."""
+    overrides = [*FAST, "train.epochs=4", "eval.every=2", "learner.name=packnet",
+                 "learner.by_name.packnet.finetune_epochs=1"]
+    plain = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *overrides), log=lambda s: None, envs=smoke_envs)
+
+    lines = []
+    along = run_lifelong(make_smoke_config(tmp_path / "b", smoke_data, *overrides, "eval.overlap=true"),
+                         log=lines.append, envs=smoke_envs)
+    assert _results(along) == _results(plain)
+    assert _same_weights(along / "final_policy.pt", plain / "final_policy.pt")
+    assert "evaluating alongside training (eval.overlap) in a process of its own with 1 environment worker" in lines
+    assert "stage 2 epoch 4: success 0.00, curve 0:0.00 2:0.00 4:0.00" in lines
+    assert lines[-1].startswith("done: 2 tasks, 10 epochs in ") and "alongside training" in lines[-1]
+
+    cfg = make_smoke_config(tmp_path / "c", smoke_data, *overrides, "eval.overlap=true")
+    run_dir = stop_run(cfg, "stage 2 epoch 3", smoke_envs)
+    run_lifelong(cfg, log=lambda s: None, resume=run_dir, envs=smoke_envs)
+    assert _results(run_dir) == _results(plain)
+    assert _same_weights(run_dir / "final_policy.pt", plain / "final_policy.pt")

@@ -1,0 +1,176 @@
+"""Evaluation alongside training (`eval.overlap`): a process of its own rolls out copies of the policy's
+weights while the training process goes on.
+
+The training process sends a job (the tasks, the evaluation point and the weights to roll out, taken in the
+learner's evaluation context) and keeps training; the evaluation process loads the weights into its own copy
+of the policy and runs `evaluate_tasks` exactly as the training process would, with its own environment
+workers and its own random streams, so the scores are those of an evaluation in the training process. On a
+GPU machine the rollouts' simulation runs on the CPU cores while the GPU trains; on a machine whose cores the
+training already takes, the two only share them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+import traceback
+from contextlib import nullcontext
+from pathlib import Path
+
+from libero_ll.errors import LiberoError
+
+
+class _AnyTask:
+    """The learner's side of an evaluation in the evaluation process: the weights arrive already in the
+    learner's context for the job's tasks (the training process groups tasks by context)."""
+
+    @staticmethod
+    def eval_context(j: int):
+        return nullcontext()
+
+    @staticmethod
+    def shares_eval_context(tasks: list[int]) -> bool:
+        return True
+
+
+def _serve(conn, cfg: dict, task_files: list[str], env_cfg, policy_name: str, policy_cfg: dict,
+           shape_meta: dict, init_states: list, embs, device: str, workers: int, envs_per_worker: int) -> None:
+    """The evaluation process: build the policy and the environments, then answer jobs until told to stop
+    (or until the training process is gone)."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from libero_ll.envs.env import LiberoEnv
+    from libero_ll.experiments.lifelong import evaluate_tasks
+    from libero_ll.policies import make_policy
+
+    torch.set_num_threads(1)  # the simulator needs the cores, as in an evaluation in the training process
+    cfg = OmegaConf.create(cfg)
+    policy = make_policy(policy_name, policy_cfg, shape_meta).to(torch.device(device))
+    evaluator = None
+    if workers > 1:
+        from libero_ll.evaluation.vector_eval import ParallelEvaluator
+
+        evaluator = ParallelEvaluator(task_files, env_cfg, workers, envs_per_worker)
+
+    class LazyEnvs(dict):
+        """Each task's environment, built when a rollout first needs it (without workers only)."""
+
+        def __missing__(self, j: int):
+            self[j] = LiberoEnv(Path(task_files[j]), env_cfg)
+            return self[j]
+
+    envs = LazyEnvs()
+    try:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                return  # the training process has gone
+            if msg[0] == "close":
+                return
+            _, ticket, tasks, when, state = msg
+            t0 = time.time()
+            try:
+                policy.load_state_dict(state)
+                scores = evaluate_tasks(tasks, when, cfg, policy, _AnyTask(), init_states, embs, envs, evaluator)
+                reply = ("done", ticket, [float(s) for s in scores], time.time() - t0)
+            except Exception as e:  # noqa: BLE001 - reported to the training process, which stops the run
+                reply = ("error", ticket, traceback.format_exception_only(type(e), e)[-1].strip(), time.time() - t0)
+            try:
+                conn.send(reply)
+            except (BrokenPipeError, OSError):
+                return  # the training process has gone
+    except KeyboardInterrupt:
+        pass  # Ctrl-C reaches this process too; the training process stops the run
+    finally:
+        if evaluator is not None:
+            evaluator.close()
+        for env in envs.values():
+            env.close()
+
+
+class BackgroundEvaluator:
+    """A process that evaluates weights sent to it while the caller goes on.
+
+    Args:
+        cfg: the run's config (a plain dict: seed and the eval section are read).
+        task_files: the run's task files, in the run's order.
+        env_cfg: the EnvConfig of the run's environments.
+        policy_name, policy_cfg, shape_meta: how the run builds its policy (`make_policy`).
+        init_states: each task's fixed initial states.
+        embs: (T, D) task embeddings.
+        device: where the evaluation process puts its policy ("cuda" or "cpu").
+        workers: environment worker processes of the evaluation process (1: it steps the rollouts itself).
+        envs_per_worker: as eval.envs_per_worker.
+    """
+
+    def __init__(self, cfg: dict, task_files: list, env_cfg, policy_name: str, policy_cfg: dict, shape_meta: dict,
+                 init_states: list, embs, device: str, workers: int, envs_per_worker: int):
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        # Not a daemon: it starts environment workers of its own. It ends when this process closes the pipe.
+        self._proc = ctx.Process(
+            target=_serve,
+            args=(child, cfg, [str(f) for f in task_files], env_cfg, policy_name, policy_cfg, shape_meta,
+                  init_states, embs, device, int(workers), int(envs_per_worker)),
+        )
+        self._proc.start()
+        child.close()
+        self._next = 0
+        self._results: dict[int, tuple[list[float], float]] = {}
+        self.seconds = 0.0  # time the evaluation process spent on jobs
+
+    def submit(self, tasks: list[int], when: tuple[int, ...], state: dict) -> int:
+        """Send a job: roll out `state` (a policy state dict, copied to the CPU) on `tasks` at evaluation point
+        `when`; returns its ticket."""
+        ticket, self._next = self._next, self._next + 1
+        cpu = {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
+        try:
+            self._conn.send(("eval", ticket, list(tasks), tuple(when), cpu))
+        except (BrokenPipeError, OSError):
+            self._gone()
+        return ticket
+
+    def done(self, ticket: int) -> bool:
+        """Whether job `ticket`'s scores have arrived (reads what has, without waiting)."""
+        while ticket not in self._results and self._conn.poll():
+            self._receive()
+        return ticket in self._results
+
+    def wait(self, ticket: int) -> list[float]:
+        """Job `ticket`'s scores, waiting for them."""
+        while ticket not in self._results:
+            if not self._conn.poll(1.0):
+                if not self._proc.is_alive():
+                    self._gone()
+                continue
+            self._receive()
+        return self._results.pop(ticket)[0]
+
+    def _receive(self) -> None:
+        try:
+            kind, ticket, payload, seconds = self._conn.recv()
+        except (EOFError, OSError):
+            self._gone()
+        self.seconds += seconds
+        if kind == "error":
+            raise LiberoError(f"the evaluation alongside training failed: {payload}")
+        self._results[ticket] = (payload, seconds)
+
+    def _gone(self):
+        self._proc.join(timeout=5)
+        raise LiberoError(f"the evaluation process alongside training stopped (exit code {self._proc.exitcode})")
+
+    def close(self) -> None:
+        """Stop the evaluation process and its workers."""
+        try:
+            self._conn.send(("close",))
+        except (BrokenPipeError, OSError):
+            pass
+        # An evaluation still out is not waited for (the run stopped, or every score is in).
+        self._proc.join(timeout=10)
+        if self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join(timeout=10)
+        self._conn.close()
