@@ -42,3 +42,68 @@ def test_the_best_epoch_is_kept_and_named_and_epoch_zero_is_called_out(
     assert second["epoch"] == 0
     # Stage 2 began from stage 1's kept weights (ER changes no weight at a stage's end), and kept them.
     assert all(torch.equal(second["policy"][k], v) for k, v in first["policy"].items())
+
+
+class _LateScores:
+    """A BackgroundEvaluator stand-in in this process: each job scores table[epoch] per task and is in only
+    at the second look, so evaluations stay out while training goes on (eval.overlap's bookkeeping)."""
+
+    table: dict[int, float] = {}
+
+    def __init__(self, *args, **kwargs):
+        self.jobs, self.sent, self.seconds = {}, [], 0.0
+
+    def submit(self, tasks, when, state):
+        ticket = len(self.sent)
+        self.sent.append((tuple(when), {k: v.detach().clone() for k, v in state.items()}))
+        self.jobs[ticket] = [list(tasks), int(when[1]), 2]
+        return ticket
+
+    def done(self, ticket):
+        self.jobs[ticket][2] -= 1
+        return self.jobs[ticket][2] <= 0
+
+    def wait(self, ticket):
+        tasks, epoch, _ = self.jobs.pop(ticket)
+        return [self.table.get(epoch, 0.0) for _ in tasks]
+
+    def close(self):
+        pass
+
+
+def test_evaluations_alongside_training_keep_the_same_weights(tmp_path, monkeypatch, make_smoke_config, smoke_data,
+                                                              smoke_envs):
+    """With scores that arrive late, the stage keeps the weights the best evaluation was given (epoch 2 of 4
+    here), the same as evaluating in the training process, and saves no state while one is out."""
+    import libero_ll.experiments.background_eval as background_eval
+
+    table = {2: 0.5, 4: 0.25}
+    overrides = ["eval.past_tasks=false", "train.epochs=4", "eval.every=2"]
+    monkeypatch.setattr(lifelong, "evaluate_tasks", _scores_by_epoch(table))
+    plain = lifelong.run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *overrides), log=lambda s: None,
+                                  envs=smoke_envs)
+
+    monkeypatch.setattr(_LateScores, "table", table)
+    fakes = []
+    monkeypatch.setattr(background_eval, "BackgroundEvaluator", lambda *a, **k: fakes.append(_LateScores()) or fakes[-1])
+    saves = []
+    real_save = lifelong.atomic_torch_save
+    monkeypatch.setattr(lifelong, "atomic_torch_save",
+                        lambda obj, path: (saves.append((path.name, obj.get("position"))), real_save(obj, path))[1])
+    lines: list[str] = []
+    along = lifelong.run_lifelong(make_smoke_config(tmp_path / "b", smoke_data, *overrides, "eval.overlap=true"),
+                                  log=lines.append, envs=smoke_envs)
+    assert [line for line in lines if "kept the weights" in line] == [
+        "stage 1: kept the weights of epoch 2 (success 0.50)", "stage 2: kept the weights of epoch 2 (success 0.50)"]
+    for name in ("task00_best.pt", "task01_best.pt"):
+        a = torch.load(plain / "checkpoints" / name, weights_only=True)
+        b = torch.load(along / "checkpoints" / name, weights_only=True)
+        assert a["epoch"] == b["epoch"] == 2 and all(torch.equal(a["policy"][k], v) for k, v in b["policy"].items())
+    # The kept weights are the ones sent for evaluation at stage 1, epoch 2.
+    sent = dict(fakes[0].sent)[(0, 2)]
+    kept = torch.load(along / "checkpoints" / "task00_best.pt", weights_only=True)["policy"]
+    assert all(torch.equal(sent[k], v) for k, v in kept.items())
+    # Each evaluation is in one epoch late: epoch 0's at epoch 2, epoch 2's at epoch 3, epoch 4's at the
+    # stage's end. So the only mid-stage state saved is epoch 3's, the one epoch with nothing out.
+    epochs = [p["epoch"] for name, p in saves if name == "resume.pt" and p["stage"] == 0 and p["phase"] == "train"]
+    assert epochs == [3]
