@@ -13,11 +13,16 @@ def cmd_report(args) -> int:
 
     from libero_ll.cli.args import output_folder
     from libero_ll.evaluation.report import generate_report
-    from libero_ll.evaluation.runs import unfinished_stages
 
     output_folder(Path(args.output).parent, "-o", shown=args.output)
 
     command = "libero-ll " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if args.show_command else None
+    left_out: list[str] = []
+
+    def log(line: str) -> None:
+        left_out.append(line)
+        print(line)
+
     out = generate_report(
         args.run_dirs,
         args.output,
@@ -29,13 +34,10 @@ def cmd_report(args) -> int:
         seed=args.seed,
         command=command,
         unfinished=args.unfinished,
+        log=log,
     )
-    left_out = [] if args.unfinished else [p for p in args.run_dirs if unfinished_stages(p)]
-    for p in left_out:
-        ended, total = unfinished_stages(p)
-        print(f"left out {p}: unfinished, {ended} of {total} stages ended (--unfinished reports it as it stands)")
-    print(f"report: {out / 'report.html'} ({len(args.run_dirs) - len(left_out)} runs; "
-          "tables also in report.md and *.csv)")
+    runs = len({Path(p).resolve() for p in args.run_dirs}) - len(left_out)
+    print(f"report: {out / 'report.html'} ({runs} runs; tables also in report.md and *.csv)")
     return 0
 
 

@@ -126,7 +126,7 @@ def unfinished_stages(run_dir: str | os.PathLike) -> tuple[int, int] | None:
     return (ended, total) if ended < total else None
 
 
-def unfinished_note(run: "Run") -> str:
+def unfinished_note(run: Run) -> str:
     """How far an unfinished run got, for a line of output: "3 of 10 stages ended"."""
     ended, total = run.unfinished
     return f"{ended} of {total} stage{'s' if total > 1 else ''} ended"

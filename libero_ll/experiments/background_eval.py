@@ -118,7 +118,7 @@ class BackgroundEvaluator:
         self._proc.start()
         child.close()
         self._next = 0
-        self._results: dict[int, tuple[list[float], float]] = {}
+        self._results: dict[int, list[float]] = {}  # scores in, not yet taken
         self.seconds = 0.0  # time the evaluation process spent on jobs
 
     def submit(self, tasks: list[int], when: tuple[int, ...], state: dict) -> int:
@@ -146,7 +146,7 @@ class BackgroundEvaluator:
                     self._gone()
                 continue
             self._receive()
-        return self._results.pop(ticket)[0]
+        return self._results.pop(ticket)
 
     def _receive(self) -> None:
         try:
@@ -156,7 +156,7 @@ class BackgroundEvaluator:
         self.seconds += seconds
         if kind == "error":
             raise LiberoError(f"the evaluation alongside training failed: {payload}")
-        self._results[ticket] = (payload, seconds)
+        self._results[ticket] = payload
 
     def _gone(self):
         self._proc.join(timeout=5)

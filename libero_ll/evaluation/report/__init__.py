@@ -10,7 +10,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -34,6 +34,7 @@ def generate_report(
     seed: int = 0,
     command: str | None = None,
     unfinished: bool = False,
+    log: Callable[[str], None] | None = None,
 ) -> Path:
     """Write the report of some runs into ``out_dir``.
 
@@ -52,6 +53,7 @@ def generate_report(
         command: the command line that made the report, shown in it.
         unfinished: report runs that have not ended (killed, or paused with `train --stages`) as they stand,
             marked as such; by default they are left out, and the report names them.
+        log: receives a line for each run left out.
     Returns:
         ``out_dir`` as a Path.
     Raises:
@@ -78,6 +80,9 @@ def generate_report(
         listed = "; ".join(f"{r.path} ({unfinished_note(r)})" for r in left_out)
         raise LiberoError(f"report: every run given is unfinished: {listed}; continue them with "
                           "`libero-ll train --resume RUN_DIR`, or report them as they stand with --unfinished")
+    for r in left_out:
+        if log is not None:
+            log(f"left out {r.path}: unfinished, {unfinished_note(r)} (--unfinished reports it as it stands)")
     runs = [r for r in runs if not r.unfinished] if left_out else runs
     ref = load_run(reference) if reference else None
     singles = [load_run(p) for p in single_task]
