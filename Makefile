@@ -11,7 +11,7 @@ export PYOPENGL_PLATFORM ?= osmesa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup gl demo test test-slow bench clean tasks
+.PHONY: setup gl demo test lint test-slow bench clean tasks
 
 setup: gl $(STAMP)
 
@@ -46,8 +46,12 @@ demo: setup
 # Two test processes, each taking whole files (a file's fixtures are built once): on 2 cores the default
 # run took 10.1 minutes against 14.1 in one process. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
-test: setup
+test: setup lint
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+
+# The error-class rules in pyproject.toml ([tool.ruff.lint]): undefined names, unused imports and the like.
+lint: setup
+	$(VENV)/bin/ruff check --quiet .
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow
