@@ -33,7 +33,7 @@ class EnvConfig:
             fifth of their triangles (`render.simplify_meshes`; the images differ from "visual" in about
             1.6% of the pixels at 128 px); "collision" draws its simple collision hulls. On a CPU with
             two 128 px cameras an env step runs about 1.9 to 2.1 times as fast with "simplified" and
-            3.1 to 3.2 times as fast with "collision" (README's benchmark; the scene objects look the
+            3.1 to 3.2 times as fast with "collision" (docs/speed.md's benchmark; the scene objects look the
             same in all three).
         settle_steps: zero-action policy steps after placing objects so that they come to rest.
         render: whether to render camera images at all (off for fast expert dry runs).

@@ -28,7 +28,7 @@ def prepare_offscreen(model, size: int) -> None:
 # stacks along it (MuJoCo's defaults are 28 and 16). A software renderer's cost is mostly the triangles it
 # draws: with 12 x 6 the two 64 px pictures of a quickstart scene took 7.1 ms instead of 12.2, while a
 # silhouette moves by at most 3.4% of a round part's radius (half a pixel on a 30-pixel bowl) and 0.1 to
-# 0.5% of the pixels change (README, "Rendering and speed").
+# 0.5% of the pixels change (docs/speed.md).
 ROUND_SLICES, ROUND_STACKS = 12, 6
 
 
@@ -242,7 +242,7 @@ class CameraRenderer:
         Up to `columns` pictures are drawn side by side into one buffer and read back together, and each
         is handed to the rasterizer as soon as it is drawn: a software renderer fills one picture's pixels
         on its threads while the next picture's scene is built and its triangles are set up (at 128 px
-        two pictures took 4.2 instead of 5.4 ms, README "Rendering and speed"). The first picture of each
+        two pictures took 4.2 instead of 5.4 ms, docs/speed.md). The first picture of each
         `columns` is the one `render` draws, pixel for pixel; the others lie further along the buffer,
         where the rasterizer's rounding can move a colour by one level at a few pixels.
         """

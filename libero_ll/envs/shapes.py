@@ -13,7 +13,7 @@ MuJoCo would): a 2 cm box has 12 triangles instead of 192, the large faces of th
 the walls keep their 4 x 4 quads, and shapes for which nothing would change (every edge 20 cm or
 longer) keep MuJoCo's own drawing. The vertices, their order and the
 way each quad is cut into two triangles follow MuJoCo's shapes, so only the light inside the faces
-that lost vertices changes, by a few of 255 levels (README, "Rendering and speed").
+that lost vertices changes, by a few of 255 levels (docs/speed.md).
 
 The meshes live in a second copy of the model, compiled from the XML with the meshes added, from
 which only the renderer's GL objects are made; the scene is still built from the simulated model,

@@ -9,7 +9,7 @@ its init_states[i % M], and a free worker takes the next rollout waiting, of the
   weights and runs whole rollouts with `run_rollouts`, one observation at a time, as one process would: a
   deterministic policy's rollouts are those of `run_rollouts` in a process with one torch thread. On 2 CPU
   cores no process then waits for another at every step; the three quickstart tasks' 30 rollouts of a
-  cpu-preset network took 78 s against 92 s in lock-step (README).
+  cpu-preset network took 78 s against 92 s in lock-step (docs/speed.md).
 - In lock-step (a policy on a GPU, or rollouts recorded): every step this process gathers the observations
   of every rollout in flight, runs the policy once on the batch, and sends each worker the actions of its
   rollouts; a worker steps a few rollouts at once, each in an environment of its own, and a rollout's
@@ -17,7 +17,7 @@ its init_states[i % M], and a free worker takes the next rollout waiting, of the
   one env depend only on that env's history (and task embedding) the rollouts equal those of
   `run_rollouts` up to the rounding of a batch of another size. With several rollouts per worker the
   policy acts on larger batches, less often: on 2 CPU cores, ten rollouts of a cpu-preset network took
-  15.0 s with three per worker against 16.8 s with one (README).
+  15.0 s with three per worker against 16.8 s with one (docs/speed.md).
 """
 
 from __future__ import annotations

@@ -62,12 +62,12 @@ class EvalConfig:
             the rollouts of all the tasks of a point are in flight at once, where the learner's evaluation
             context allows it: a policy on the CPU runs in every worker (a copy with the point's weights,
             whole rollouts each), a policy on a GPU acts in the training process, batched over the rollouts
-            in flight, which the workers step in lock-step (README). Training waits while they run
+            in flight, which the workers step in lock-step (docs/speed.md). Training waits while they run
             (unless `overlap`).
         envs_per_worker: with a policy batched in the training process (on a GPU, or recording videos),
             rollouts each worker steps at once, each in an environment of its own: the policy then acts
             on batches of up to workers x envs_per_worker rollouts, less often (on 2 CPU cores, 3 took ten
-            rollouts from 16.8 s to 15.0 s; README). A worker keeps up to this many environments of each
+            rollouts from 16.8 s to 15.0 s; docs/speed.md). A worker keeps up to this many environments of each
             task it evaluates, about 200 MB each for a quickstart task. A policy run in the workers steps
             one rollout at a time in each.
         still_steps: end a rollout as failed once nothing in its scene (arm, fingers, objects, drawers,

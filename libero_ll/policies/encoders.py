@@ -105,7 +105,7 @@ class SpatialSoftmax(nn.Module):
         # The 1x1 convolution as one batched product over the positions, the temperature folded into its
         # (K, C) weights rather than dividing the N x K x H x W maps, and each keypoint's expected position
         # as a product with the grid of coordinates: the same function up to rounding, with fewer passes
-        # over the maps (on a CPU, forward and backward in a third of the time; README, "Rendering and speed").
+        # over the maps (on a CPU, forward and backward in a third of the time; docs/speed.md).
         if x.is_contiguous():
             feats = x.flatten(2)  # (N, C, HW), a view
         else:  # channels-last: (N, H, W, C) in memory, so this is a view too
