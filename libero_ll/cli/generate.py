@@ -20,7 +20,9 @@ def cmd_generate(args) -> int:
         write_tasks,
     )
 
-    if bool(args.spec) == (args.random is not None):
+    if args.spec and args.random is not None:
+        raise LiberoError("give a spec YAML or --random N, not both")
+    if not args.spec and args.random is None:
         raise LiberoError("give a spec YAML or --random N")
     if args.random is not None:
         plan = SuitePlan("random", random_requests(args.random, args.seed))
@@ -28,39 +30,59 @@ def cmd_generate(args) -> int:
         plan = load_plan(args.spec)
     tasks = build_plan(plan)
     output_folder(args.out, "--out")
+    out = Path(args.out)
+    # What is in --out already is the user's: a task file is written only where none is or where it holds
+    # the same text, and initial states only where none are or they are stale for an unchanged task,
+    # unless --overwrite. Failing tasks are removed only when this call wrote them.
+    written, keep_states = _plan_writes(tasks, out, args.overwrite, init_states=not args.no_init_states)
     for t in tasks:
         for msg in crowded_starts(t.spec):
             print(f"  note: {t.name}: {msg}; resets may have to retry")
-    out = Path(args.out)
     files = write_tasks(tasks, out)
-    print(f"{out}: {len(files)} task files written")
+    unchanged = len(files) - len(written)
+    print(f"{out}: {len(written)} task files written" + (f", {unchanged} already there as generated" if unchanged
+                                                          else ""))
     failed: dict[Path, list[str]] = {}
-    if not args.no_check:
-        for i, f in enumerate(files, 1):
-            problems = check_task(f, seeds=range(args.resets))
-            if problems:
-                failed[f] = problems
-                for msg in problems:
-                    print(f"  {f.name}: {msg}")
-            print(f"  checked {i}/{len(files)}", end="\r", flush=True)
-        print()
-        # A task that fails its checks is not left in the folder as if it were usable.
-        for f in failed:
-            _remove(f)
-    good = [f for f in files if f not in failed]
-    if not args.no_init_states:
-        from libero_ll.envs.init_states import write_init_states
+    try:
+        if not args.no_check:
+            for i, f in enumerate(files, 1):
+                problems = check_task(f, seeds=range(args.resets))
+                if problems:
+                    failed[f] = problems
+                    for msg in problems:
+                        print(f"  {f.name}: {msg}")
+                print(f"  checked {i}/{len(files)}", end="\r", flush=True)
+            print()
+            # A task that fails its checks is not left in the folder as if it were usable.
+            for f in failed:
+                _remove(f, written)
+        good = [f for f in files if f not in failed]
+        if not args.no_init_states:
+            from libero_ll.envs.init_states import write_init_states
 
-        start = time.time()
-        for i, f in enumerate(good, 1):
-            try:
-                write_init_states(f, n=args.n, seed=0, overwrite=True)
-            except LiberoError as e:
-                failed[f] = [str(e)]
-                print(f"  {f.name}: {e}")
-                _remove(f)
-            print(f"  initial states {i}/{len(good)}", end="\r", flush=True)
-        print(f"\n  initial states written in {time.time() - start:.0f} s")
+            start, todo = time.time(), [f for f in good if f not in keep_states]
+            for i, f in enumerate(todo, 1):
+                try:
+                    write_init_states(f, n=args.n, seed=0, overwrite=True)
+                except LiberoError as e:
+                    failed[f] = [str(e)]
+                    print(f"  {f.name}: {e}")
+                    _remove(f, written)
+                print(f"  initial states {i}/{len(todo)}", end="\r", flush=True)
+            if todo:
+                print(f"\n  initial states of {len(todo)} tasks written in {time.time() - start:.0f} s")
+            kept = [f for f in good if f in keep_states]
+            if kept:
+                print(f"  {len(kept)} tasks' initial states were there and current, kept (--overwrite remakes them)")
+    except KeyboardInterrupt:
+        from libero_ll.envs.init_states import init_states_current
+
+        if not args.no_init_states:
+            missing = [f for f in files if f.exists() and not init_states_current(f)]
+            if missing:
+                print(f"\nstopped: {len(missing)} task files in {out} have no initial states yet: the same "
+                      "command again checks the tasks and makes what is missing")
+        raise
     if args.no_check:
         print(f"{len(files) - len(failed)} tasks written to {out} (not checked in the simulator)")
     else:
@@ -72,9 +94,46 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def _remove(task_file: Path) -> None:
+def _plan_writes(tasks, out: Path, overwrite: bool, init_states: bool) -> tuple[set[Path], set[Path]]:
+    """Which task files this call writes, and which tasks keep the initial states already beside them.
+
+    Raises LiberoError, before anything is written, when a file in `out` would be replaced without
+    `overwrite`: a task file of another text, or initial states that are not those of the generated task.
+    """
+    from libero_ll.envs.init_states import init_states_current, init_states_path
+
+    written, keep_states, replaced = set(), set(), []
+    for t in tasks:
+        path = out / f"{t.name}.bddl"
+        if path.is_dir() or init_states_path(path).is_dir():
+            raise LiberoError(f"--out {out}: {path.name} or its initial states is a folder")
+        same = path.is_file() and path.read_text(encoding="utf-8", errors="replace") == t.text
+        if not same:
+            written.add(path)
+            if path.exists():
+                replaced.append(path.name)
+        if init_states and init_states_path(path).exists():
+            if same and init_states_current(path) and not overwrite:
+                keep_states.add(path)
+            else:
+                replaced.append(init_states_path(path).name)
+    if replaced and not overwrite:
+        shown = ", ".join(replaced[:5]) + (f" and {len(replaced) - 5} more" if len(replaced) > 5 else "")
+        raise LiberoError(
+            f"--out {out}: {len(replaced)} files there would be replaced ({shown}): they differ from the generated "
+            "tasks or are initial states of another version; pass --overwrite to replace them, or choose "
+            "another --out"
+        )
+    return written, keep_states
+
+
+def _remove(task_file: Path, written: set[Path]) -> None:
+    """Take a failed task out of the folder when this call wrote it; one that was there before is left."""
     from libero_ll.envs.init_states import init_states_path
 
+    if task_file not in written:
+        print(f"  {task_file.name}: was there before this call, left in place although it failed")
+        return
     task_file.unlink(missing_ok=True)
     init_states_path(task_file).unlink(missing_ok=True)
 
@@ -91,4 +150,10 @@ def register(sub) -> None:
     s.add_argument("--resets", type=at_least(1), default=3, help="resets per task when checking (default 3)")
     s.add_argument("--no-init-states", action="store_true", help="do not write the fixed initial states")
     s.add_argument("--n", type=at_least(1), default=50, help="fixed initial states per task (default 50)")
+    s.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace task files in --out that differ from the generated ones, and remake initial states "
+        "that are there (without it such files stop the command before anything is written)",
+    )
     s.set_defaults(func=cmd_generate)

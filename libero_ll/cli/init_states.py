@@ -11,7 +11,9 @@ from libero_ll.errors import LiberoError
 def cmd_init_states(args) -> int:
     from libero_ll.envs.init_states import init_states_path, write_init_states
 
-    if bool(args.suite) == bool(args.files):
+    if args.suite and args.files:
+        raise LiberoError("give task files or --suite NAME, not both")
+    if not (args.suite or args.files):
         raise LiberoError("give task files or --suite NAME")
     if args.suite:
         from libero_ll.experiments.lifelong import suite_tasks
@@ -19,11 +21,14 @@ def cmd_init_states(args) -> int:
         tasks = suite_tasks(args.suite)
     else:
         tasks = [Path(f) for f in args.files]
+        for t in tasks:
+            if not t.is_file():
+                raise LiberoError(f"{t}: {'a folder, not a task file' if t.is_dir() else 'no such task file'}")
     if args.libero:
         return _convert(tasks, Path(args.libero), args)
     for t in tasks:
         if init_states_path(t).exists() and not args.overwrite:
-            print(f"{init_states_path(t)}: exists, skipped (--overwrite to remake)")
+            print(f"{init_states_path(t)}: {_kept(t)}")
             continue
         out = write_init_states(t, args.n, args.seed, overwrite=args.overwrite)
         print(f"{out}: {args.n} initial states (seed {args.seed})")
@@ -48,7 +53,7 @@ def _convert(tasks: list[Path], source: Path, args) -> int:
         else:
             libero_file = source
         if init_states_path(t).exists() and not args.overwrite:
-            print(f"{init_states_path(t)}: exists, skipped (--overwrite to remake)")
+            print(f"{init_states_path(t)}: {_kept(t)}")
             continue
         r = convert_libero_init_states(t, libero_file, seed=args.seed, overwrite=args.overwrite)
         print(
@@ -61,6 +66,16 @@ def _convert(tasks: list[Path], source: Path, args) -> int:
                 status = 1
                 print(f"  {what} in states {', '.join(map(str, which))}")
     return status
+
+
+def _kept(task: Path) -> str:
+    """What is said of an existing file left alone: a stale one is refused when a run loads it."""
+    from libero_ll.envs.init_states import init_states_current
+
+    if init_states_current(task):
+        return "exists, skipped (--overwrite to remake)"
+    return (f"exists but no longer matches {task.name} or its models, so runs will not use it; skipped "
+            "(--overwrite to remake)")
 
 
 def register(sub) -> None:

@@ -32,6 +32,7 @@ VIDEO_FILE_SIZE_MB = 200
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+INFO_PATH = "meta/info.json"
 # Our cameras under the names LeRobot's LIBERO environment gives them.
 CAMERAS = {"agentview_rgb": "observation.images.image", "eye_in_hand_rgb": "observation.images.image2"}
 # LeRobot's LIBERO state: end-effector position and axis-angle, then the two finger positions.
@@ -399,7 +400,11 @@ def export_lerobot(
         raise LiberoError(f"fps must be 1 or more, got {fps}")
     check_flip(flip)
     files = demo_files(source)
+    if not str(out).strip():
+        raise LiberoError("the dataset folder to write is empty; give a path")
     out = Path(out)
+    if not out.name:  # "." or "/": the folder's own name is needed to write beside it
+        out = out.resolve()
     if out.exists() and not overwrite:
         raise LiberoError(f"{out} exists; pass --overwrite to replace it")
     # Replacing `out` would delete the demo files being exported when they lie in it (or are it).
@@ -408,6 +413,12 @@ def export_lerobot(
         raise LiberoError(
             f"{out} is or holds a demo file being exported ({inside[0]}); replacing it would delete the "
             "demos: write the dataset to another folder"
+        )
+    if out.exists() and not (out / INFO_PATH).is_file():
+        # --overwrite replaces a dataset, never some other folder or file that happens to be named.
+        raise LiberoError(
+            f"{out} exists and is not a LeRobot dataset (no {INFO_PATH}); --overwrite replaces only a dataset: "
+            "choose another folder"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     tasks = [task_of(f) for f in files]
@@ -517,7 +528,7 @@ def export_lerobot(
             "video_path": VIDEO_PATH,
             "features": _features(size[0], size[1], fps, VIDEO_CODECS[video.vcodec]),
         }
-        _write_json(tmp / "meta/info.json", info)
+        _write_json(tmp / INFO_PATH, info)
         _move_into_place(tmp, out, overwrite)
     except BaseException:
         data.close()

@@ -54,12 +54,19 @@ def sample_init_states(env, n: int = DEFAULT_COUNT, seed: int = DEFAULT_SEED) ->
     """n initial states of a LiberoEnv's task sampled with a fixed seed, (n, S).
 
     Raises:
-        LiberoError: when a sampled start already satisfies the goal (the task would be solved
+        LiberoError: when a sampled start does not satisfy the task's init predicates (its regions
+        cannot be met, e.g. off the table), or already satisfies the goal (the task would be solved
         before the robot moves).
     """
     states = env.sample_init_states(n, seed)
     for i, s in enumerate(states):
         env.reset_to(s)
+        failed = [text for text, holds in env.predicate_values(env.spec.init) if not holds]
+        if failed:
+            raise LiberoError(
+                f"{env.spec.path}: in initial state {i} (seed {seed}) the init predicates "
+                f"{', '.join(failed)} do not hold; check their regions (`libero-ll check --load`)"
+            )
         if env.check_goal():
             raise LiberoError(f"{env.spec.path}: initial state {i} (seed {seed}) already satisfies the goal")
     return states
@@ -119,6 +126,20 @@ def load_init_states(task_file: str | Path, n: int | None = None, state_size: in
             raise LiberoError(f"{path}: {len(states)} states stored, {n} asked for")
         states = states[:n]
     return states
+
+
+def init_states_current(task_file: str | Path) -> bool:
+    """Whether the task's stored initial-states file exists, reads, and was made for this version of the
+    task and its models (what `load_init_states` requires)."""
+    path = init_states_path(task_file)
+    if not path.is_file():
+        return False
+    try:
+        with np.load(path) as f:
+            fingerprint = str(f["fingerprint"])
+    except Exception:
+        return False
+    return fingerprint == scene_fingerprint(task_file)
 
 
 def has_init_states(task_file: str | Path) -> bool:

@@ -270,12 +270,18 @@ def load_plan(path: str | Path) -> SuitePlan:
     from libero_ll.tasks.scenes import load_yaml
 
     path = Path(path)
+    if path.is_dir():
+        raise LiberoError(f"{path}: a folder, not a generator YAML file")
     try:
         data = load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise LiberoError(f"{path}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise LiberoError(f"{path}: not a text file (byte {e.start} is not UTF-8)") from None
     except yaml.YAMLError as e:
-        raise LiberoError(f"{path}: not valid YAML ({e})") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        raise LiberoError(f"{where}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
     return parse_plan(data, where=f"{path}: ")
 
 

@@ -214,3 +214,24 @@ def test_a_libero_file_is_exported_upright_with_its_instruction(tmp_path):
     upright = raw[:, ::-1].astype(int)
     assert np.abs(decoded.astype(int) - upright).mean() < 8
     assert np.abs(decoded.astype(int) - raw.astype(int)).mean() > 30
+
+
+def test_overwrite_replaces_only_a_dataset(demo_dir, tmp_path, monkeypatch, capsys):
+    # `export ... --out FOLDER --overwrite` deleted whatever FOLDER held; now only a LeRobot dataset is replaced.
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("important")
+    note = tmp_path / "note.txt"
+    note.write_text("mine too")
+    for out in (mine, note):
+        assert main(["export", str(demo_dir), "--out", str(out), "--quiet", "--overwrite"]) == 2
+        assert "is not a LeRobot dataset" in capsys.readouterr().err
+    assert (mine / "thesis.txt").read_text() == "important" and note.read_text() == "mine too"
+    # "." names the current folder, which has no name of its own to write beside: a message, no traceback.
+    monkeypatch.chdir(mine)
+    assert main(["export", str(demo_dir), "--out", ".", "--quiet", "--overwrite"]) == 2
+    assert f"{mine} exists and is not a LeRobot dataset" in capsys.readouterr().err
+    assert main(["export", str(demo_dir), "--out", "", "--quiet"]) == 2
+    assert "empty" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "note.txt"]
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.txt"]

@@ -148,3 +148,31 @@ def test_init_states_cli_converts_a_folder_of_libero_files(libero_task, capsys):
     assert "3 initial states from open_the_top_drawer_of_the_cabinet.pruned_init; init holds in 3" in out
     assert main(["init-states", str(task), "--libero", str(source)]) == 0
     assert "exists, skipped" in capsys.readouterr().out
+
+
+def test_cli_refuses_states_where_init_fails_and_names_a_stale_file(tmp_path, capsys):
+    # Stored states used to be checked only against the goal: a region off the table gave states in which
+    # the task's init does not hold, stored with exit 0.
+    from libero_ll.cli import main
+
+    soup = REPO / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl"
+    far = tmp_path / "far.bddl"
+    far.write_text(soup.read_text().replace("(-0.185 -0.05 -0.165 -0.03)", "(4.8 -0.05 4.82 -0.03)"))
+    assert main(["init-states", str(far), "--n", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "init predicates (on akita_black_bowl_1 main_table_akita_black_bowl_init_region) do not hold" in err
+    assert not init_states_path(far).exists()
+    # An existing file is kept without --overwrite; one that no longer matches its task says so.
+    task = tmp_path / "soup.bddl"
+    shutil.copy(soup, task)
+    assert main(["init-states", str(task), "--n", "1"]) == 0
+    assert main(["init-states", str(task), "--n", "1"]) == 0
+    assert "exists, skipped" in capsys.readouterr().out
+    task.write_text(task.read_text() + "; edited\n")
+    assert main(["init-states", str(task), "--n", "1"]) == 0
+    assert "exists but no longer matches soup.bddl" in capsys.readouterr().out
+    for bad, message in ((tmp_path, "a folder, not a task file"), (tmp_path / "nope.bddl", "no such task file")):
+        assert main(["init-states", str(bad)]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["init-states", str(task), "--suite", "quickstart"]) == 2
+    assert "not both" in capsys.readouterr().err

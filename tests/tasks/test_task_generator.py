@@ -226,3 +226,67 @@ def test_cli_generate_writes_files_and_reports_bad_yaml(tmp_path):
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     assert res.returncode == 2
     assert "error:" in res.stderr and "unknown key 'behaviors'" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_cli_generate_keeps_what_the_folder_held(tmp_path, capsys):
+    # `generate` used to replace a task file of the same name in --out, and then delete it (and its initial
+    # states) when the generated task failed its checks. Files there now change only with --overwrite.
+    from libero_ll.cli import main
+    from libero_ll.envs.init_states import init_states_path
+
+    spec = tmp_path / "suite.yaml"
+    spec.write_text("suite: mine\nscene: KITCHEN_SCENE7\ntasks:\n"
+                    "  - name: bowl\n    goal: {put_on: {object: white_bowl_1, target: plate_1}}\n")
+    out = tmp_path / "out"
+    args = ["generate", str(spec), "--out", str(out), "--no-check", "--n", "1"]
+    assert main(args) == 0
+    task, states = out / "bowl.bddl", init_states_path(out / "bowl.bddl")
+    generated, stored = task.read_text(), states.read_bytes()
+    capsys.readouterr()
+    # Again: nothing to write, the current initial states kept.
+    assert main(args) == 0
+    said = capsys.readouterr().out
+    assert "0 task files written, 1 already there as generated" in said and "current, kept" in said
+    assert states.read_bytes() == stored
+    # A task file edited by hand is the user's: refused before anything is written, named.
+    task.write_text(generated + "; my note\n")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "would be replaced (bowl.bddl, bowl.init.npz)" in err and "--overwrite" in err
+    assert task.read_text() == generated + "; my note\n" and states.read_bytes() == stored
+    assert main([*args, "--overwrite"]) == 0
+    assert task.read_text() == generated and states.is_file()
+    # Where a failing task would have been removed, the user's file of that name stays.
+    task.write_text("mine")
+    states.unlink()
+    assert main(["generate", str(spec), "--out", str(out), "--resets", "1", "--n", "1"]) == 2
+    assert task.read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == ["bowl.bddl"]
+
+
+def test_cli_generate_names_an_unreadable_spec(tmp_path, capsys):
+    from libero_ll.cli import main
+
+    (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00junk")
+    (tmp_path / "broken.yaml").write_text("suite: mine\ntasks: [a,\n  b: 2\n")
+    for name, message in (("binary.yaml", "binary.yaml: not a text file"), ("broken.yaml", "broken.yaml:4:1: not valid YAML"),
+                          (".", "a folder, not a generator YAML file")):
+        assert main(["generate", str(tmp_path / name), "--out", str(tmp_path / "o")]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["generate", str(tmp_path / "broken.yaml"), "--random", "1", "--out", str(tmp_path / "o")]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_spec_in_docs_passes_its_checks(tmp_path, capsys):
+    # docs/tasks.md's example spec placed the moka pot against the frypan and asked for more random tasks
+    # than the scene allows: the example failed its own checks.
+    from libero_ll.cli import main
+
+    text = (REPO / "docs/tasks.md").read_text().split("## Generator specs", 1)[1]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text.split("```yaml\n", 1)[1].split("```", 1)[0])
+    assert main(["generate", str(spec), "--out", str(tmp_path / "out"), "--resets", "1", "--n", "1"]) == 0
+    said = capsys.readouterr().out
+    assert "3 of 3 tasks passed the checks" in said
+    assert (tmp_path / "out/heat_the_pot.init.npz").is_file()
