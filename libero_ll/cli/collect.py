@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from libero_ll.cli.args import output_folder
+from libero_ll.cli.args import SEED, output_folder
 from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
@@ -23,6 +23,8 @@ def cmd_collect(args) -> int:
         raise LiberoError("give either --suite NAME or --task FILE")
     if args.tasks is not None and not args.suite:
         raise LiberoError("--tasks names tasks within a suite; give --suite too")
+    if args.tasks is not None and not args.tasks:
+        raise LiberoError("--tasks names no task; give task names of the suite, or leave --tasks out for all")
     if args.task and not Path(args.task).is_file():
         what = "is a folder, not a task file" if Path(args.task).is_dir() else "does not exist"
         raise LiberoError(f"task file {args.task} {what}")
@@ -110,7 +112,7 @@ def register(sub) -> None:
     s.add_argument("--tasks", nargs="*", help="task names within the suite")
     s.add_argument("--demos", type=int, default=50)
     s.add_argument("--out", help="output folder (default datasets/<suite>)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=SEED, default=0, help="base seed of the demos' episodes (default 0)")
     s.add_argument("--image-size", type=int, default=128)
     s.add_argument("--robot-mesh", default="visual", choices=ROBOT_MESHES)
     s.add_argument(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from libero_ll.cli.args import at_least
+from pathlib import Path
+
+from libero_ll.cli.args import at_least, output_folder
 from libero_ll.errors import LiberoError
 
 # Formats a dataset can be written in; LeRobot's is the one so far.
@@ -15,6 +17,8 @@ def cmd_export(args) -> int:
     if args.vcodec not in VIDEO_CODECS:
         raise LiberoError(f"unknown video codec {args.vcodec!r}; known: {', '.join(VIDEO_CODECS)}")
     crf = args.crf if args.crf is not None else (30 if args.vcodec == "libsvtav1" else 23)
+    if not Path(args.out).exists():
+        output_folder(args.out, "--out")  # a file in the way, or a folder that cannot be written, before any work
     s = export_lerobot(
         args.dataset,
         args.out,

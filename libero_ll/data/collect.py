@@ -319,8 +319,12 @@ def _resume(job: _Job, overwrite: bool) -> dict[int, dict]:
             before = None
         if before != settings:
             if not overwrite:
-                old = before if isinstance(before, dict) else {}
-                changed = sorted(k for k in settings if old.get(k) != settings[k])
+                if not isinstance(before, dict):
+                    raise LiberoError(
+                        f"{settings_file}: the settings of an unfinished collection cannot be read (a damaged "
+                        "file); pass --overwrite to discard that collection and start it again"
+                    )
+                changed = sorted(k for k in settings if before.get(k) != settings[k])
                 raise LiberoError(
                     f"{partial}: an unfinished collection made with other settings ({', '.join(changed)}) is "
                     "there; run it with its own settings to finish it, or pass --overwrite to discard it"

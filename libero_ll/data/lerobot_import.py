@@ -9,6 +9,7 @@ joint positions, and 7-number actions. See docs/interop.md.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -194,6 +195,8 @@ def import_lerobot(
 
 def _read_info(root: Path) -> dict:
     path = root / "meta" / "info.json"
+    if root.is_file():
+        raise LiberoError(f"{root}: a file; give the dataset's folder (the one holding meta/info.json)")
     if not root.is_dir():
         raise LiberoError(f"{root}: no such dataset folder")
     if not path.is_file():
@@ -279,12 +282,26 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().replace("_", " ").strip().rstrip(".").split())
 
 
+# Longest file name (without .hdf5) made from an instruction: file systems take 255 bytes, and the
+# collection's partial folder and temporary files add their suffixes.
+MAX_NAME = 180
+
+
+def _file_name(instruction: str) -> str:
+    """An instruction in snake case; a long one is cut and given a hash of the whole, to stay unique."""
+    name = re.sub(r"[^a-z0-9]+", "_", instruction.lower()).strip("_") or "task"
+    if len(name) > MAX_NAME:
+        digest = hashlib.sha1(instruction.encode()).hexdigest()[:10]
+        name = f"{name[:MAX_NAME - 11].rstrip('_')}_{digest}"
+    return name
+
+
 def _file_names(tasks: list[str], task_files, root: Path, skip_unknown: bool = False) -> dict:
     """Instruction -> (file name without .hdf5, its task file or None); with `skip_unknown`, instructions
     that no task file has are left out."""
     unique = list(dict.fromkeys(tasks))
     if task_files is None:
-        names = {t: (re.sub(r"[^a-z0-9]+", "_", t.lower()).strip("_") or "task", None) for t in unique}
+        names = {t: (_file_name(t), None) for t in unique}
         clash = {}
         for t, (n, _) in names.items():
             clash.setdefault(n, []).append(t)

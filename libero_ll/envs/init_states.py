@@ -305,6 +305,10 @@ def convert_libero_init_states(task_file: str | Path, libero_file: str | Path, s
     if out.exists() and not overwrite:
         raise LiberoError(f"{out} exists; pass overwrite to replace it")
     rows = read_libero_init_states(libero_file)
+    finite = np.isfinite(rows).all(axis=1)
+    if not finite.all():
+        raise LiberoError(f"{libero_file}: state {int(np.argmin(finite))} holds numbers that are not finite "
+                          "(NaN or infinity); nothing was written")
     own = env is None
     env = env or LiberoEnv(task_file, EnvConfig(render=False))
     try:
@@ -317,7 +321,10 @@ def convert_libero_init_states(task_file: str | Path, libero_file: str | Path, s
         rng = np.random.default_rng(seed)
         states = []
         for i, row in enumerate(rows):
-            positions = {k: v for k, v in libero_positions(spec, row, moving).items() if k in on_table}
+            try:
+                positions = {k: v for k, v in libero_positions(spec, row, moving).items() if k in on_table}
+            except LiberoError as e:
+                raise LiberoError(f"{libero_file}: state {i}: {e}") from None
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", PlacementWarning)
                 env.reset(seed=int(rng.integers(2**31)), positions=positions)

@@ -3,6 +3,8 @@ dataset statistics, demo indices that fail, and the command's errors."""
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import shutil
 import signal
@@ -135,6 +137,17 @@ def test_unfinished_collection_with_other_settings_is_not_mixed_in(reference_dem
     err = capsys.readouterr().err
     assert f"error: {partial}: an unfinished collection made with other settings" in err and "seed" in err
     assert (partial / "collection.json").read_text() == '{"seed": 7}'
+    # A damaged settings file is named as such, not as other settings; it stays for --overwrite to discard.
+    (partial / "collection.json").write_text('{"seed": ')
+    assert main([*collect_args, "--out", str(tmp_path)]) == 2
+    assert "collection.json: the settings of an unfinished collection cannot be read" in capsys.readouterr().err
+    assert (partial / "collection.json").read_text() == '{"seed": '
+    # An empty --tasks list and a negative seed are refused before any work.
+    for args, message in ((["collect", "--suite", "quickstart", "--tasks"], "--tasks names no task"),
+                          ([*collect_args, "--seed", "-1"], "--seed")):
+        with pytest.raises(SystemExit) if message == "--seed" else contextlib.nullcontext():
+            assert main([*args, "--out", str(tmp_path)]) == 2
+        assert message in capsys.readouterr().err
 
 
 def test_dry_run_with_workers(bowl_task, capsys):

@@ -233,5 +233,7 @@ def test_overwrite_replaces_only_a_dataset(demo_dir, tmp_path, monkeypatch, caps
     assert f"{mine} exists and is not a LeRobot dataset" in capsys.readouterr().err
     assert main(["export", str(demo_dir), "--out", "", "--quiet"]) == 2
     assert "empty" in capsys.readouterr().err
+    assert main(["export", str(demo_dir), "--out", str(note / "ds"), "--quiet"]) == 2
+    assert f"{note} is a file, not a folder" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "note.txt"]
     assert sorted(p.name for p in mine.iterdir()) == ["thesis.txt"]

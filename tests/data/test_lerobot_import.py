@@ -306,3 +306,18 @@ def test_episodes_spread_over_several_data_and_video_files(source, tmp_path):
         for a, b in zip(before, after):
             np.testing.assert_array_equal(b.actions, a.actions.astype(np.float32))
             assert np.abs(b.obs["agentview_rgb"].astype(int) - a.obs["agentview_rgb"]).mean() < 8
+
+
+def test_long_instructions_get_file_names_a_file_system_takes(tmp_path):
+    # An instruction of 300 characters made a file name the file system refused ("File name too long").
+    from libero_ll.data.lerobot_import import MAX_NAME, _file_names
+
+    long_a, long_b = "pick up the soup " * 18 + "and stop", "pick up the soup " * 18 + "and go"
+    names = _file_names([long_a, long_b, "open the drawer"], None, tmp_path)
+    (a, _), (b, _), (short, _) = names[long_a], names[long_b], names["open the drawer"]
+    assert short == "open_the_drawer" and a != b and len(a) <= MAX_NAME and len(b) <= MAX_NAME
+    assert a.startswith("pick_up_the_soup_pick_up")
+    for n in (a, b):
+        (tmp_path / f".{n}.hdf5.partial.tmp").write_text("")  # the longest name collection writes
+    with pytest.raises(LiberoError, match="a file; give the dataset's folder"):
+        import_lerobot(tmp_path / f".{a}.hdf5.partial.tmp", tmp_path / "out")

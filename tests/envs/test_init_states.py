@@ -133,8 +133,16 @@ def test_libero_states_convert_to_ours(libero_task):
         import torch
 
         torch.save(rows[:, :-2], other)
-        with pytest.raises(LiberoError, match="has 51 numbers.*this one has 49"):
+        with pytest.raises(LiberoError, match="other.pruned_init: state 0: .*has 51 numbers.*this one has 49"):
             convert_libero_init_states(task, other, env=env, overwrite=True)
+        # A state with NaN in it is refused before anything is written (it used to be stored).
+        broken = rows.copy()
+        broken[1, 12] = np.nan
+        torch.save(broken, other)
+        stored = init_states_path(task).read_bytes()
+        with pytest.raises(LiberoError, match="other.pruned_init: state 1 holds numbers that are not finite"):
+            convert_libero_init_states(task, other, env=env, overwrite=True)
+        assert init_states_path(task).read_bytes() == stored
     finally:
         env.close()
 
