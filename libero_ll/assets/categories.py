@@ -28,5 +28,18 @@ def affordances() -> dict[str, list[str]]:
     return {name: [r.name for r in CATEGORIES.get(name).all_regions] for name in CATEGORIES}
 
 
+def category_facts() -> dict:
+    """Category name → its CategoryFacts (kind, what Open/Close/TurnOn/TurnOff act on), the form the BDDL
+    validator takes for the checks that need more than region names."""
+    from libero_ll.bddl.validate import CategoryFacts
+
+    out = {}
+    for name in CATEGORIES:
+        model = CATEGORIES.get(name)
+        controls = {region: model.part(part).joint.kind for region, part in model.controls}
+        out[name] = CategoryFacts(model.kind, controls)
+    return out
+
+
 # Filling the registries: each module registers its models on import.
 from libero_ll.assets import arenas, fixtures, objects  # noqa: E402,F401

@@ -8,6 +8,7 @@ harm (a region nobody uses whose target is not declared) are warnings, not error
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from libero_ll.bddl.parser import NAME_RE, BddlError, parse_file
@@ -25,6 +26,24 @@ from libero_ll.bddl.spec import (
 
 # Predicates whose first argument is a thing that moves or is placed, never a region.
 _FIRST_ARG_IS_INSTANCE = ("on", "in", "up")
+# Predicates that act on a moving part: a drawer, a door or a knob.
+_JOINT_PREDICATES = ("open", "close", "turnon", "turnoff")
+
+
+@dataclass(frozen=True)
+class CategoryFacts:
+    """What validation may know of a category besides its affordance regions (from the asset library).
+
+    Args:
+        kind: "object" (movable), "fixture" (welded to the world) or "workspace" (the table or floor
+            everything else stands on).
+        controls: what Open/Close/TurnOn/TurnOff of an instance act on: a region name of the category
+            ("top_region" for a cabinet's top drawer), or "" for the instance itself, mapped to the kind of
+            joint they move ("drawer", "door" or "knob").
+    """
+
+    kind: str
+    controls: Mapping[str, str] = field(default_factory=dict)
 
 
 class BddlWarning(UserWarning):
@@ -32,9 +51,15 @@ class BddlWarning(UserWarning):
 
 
 class _Validator:
-    def __init__(self, spec: TaskSpec, categories: Mapping[str, Sequence[str]] | None):
+    def __init__(
+        self,
+        spec: TaskSpec,
+        categories: Mapping[str, Sequence[str]] | None,
+        facts: Mapping[str, CategoryFacts] | None = None,
+    ):
         self.spec = spec
         self.categories = categories
+        self.facts = facts if facts is not None else {}
         self.errors: list[BddlError] = []
         self.warnings: list[BddlError] = []
         self.unknown = Loc(spec.path or "<spec>", 0, 0)
@@ -176,8 +201,9 @@ class _Validator:
         if len(p.args) != PREDICATE_ARITY[p.name]:
             self.add(p.loc, f"{spelled} takes {PREDICATE_ARITY[p.name]} argument(s), found {len(p.args)}")
             return
+        kinds = []
         for i, arg in enumerate(p.args):
-            loc = p.arg_locs[i] if i < len(p.arg_locs) else p.loc
+            loc = self.arg_loc(p, i)
             kind = self.resolve(arg, loc, section)
             if kind is not None and kind != "instance" and i == 0 and p.name in _FIRST_ARG_IS_INSTANCE:
                 article = "an" if kind[0] in "aeiou" else "a"
@@ -186,6 +212,124 @@ class _Validator:
                     f"the first argument of {spelled} must be a fixture or object, "
                     f"but '{arg}' is {article} {kind}",
                 )
+                kind = None
+            kinds.append(kind)
+        if None in kinds:
+            return  # already reported
+        if len(p.args) == 2:
+            self.check_pair(p, kinds[1])
+        elif p.name in _JOINT_PREDICATES:
+            self.check_joint(p, kinds[0])
+
+    @staticmethod
+    def arg_loc(p: Predicate, i: int) -> Loc | None:
+        return p.arg_locs[i] if i < len(p.arg_locs) else p.loc
+
+    def owner(self, arg: str, kind: str) -> tuple[str, str]:
+        """(instance, region name) that a resolved argument belongs to; region name "" for an instance."""
+        if kind == "instance":
+            return arg, ""
+        region = self.spec.regions.get(arg)
+        if region is not None:
+            return region.target, region.name
+        owners = sorted((i for i in self.instances if arg.startswith(i + "_")), key=len, reverse=True)
+        for inst in owners:
+            site = arg[len(inst) + 1 :]
+            if self.categories is None or site in self.categories.get(self.instances[inst], ()):
+                return inst, site
+        return owners[0], arg[len(owners[0]) + 1 :]
+
+    def check_pair(self, p: Predicate, where_kind: str) -> None:
+        """On(a, b) and In(a, b): two different things, something that can carry a, a container for In."""
+        spelled = PREDICATE_SPELLING[p.name]
+        a, b = p.args
+        if a == b:
+            self.add(
+                self.arg_loc(p, 1), f"{spelled} relates two different things, but both arguments are '{a}'"
+            )
+            return
+        support, site = self.owner(b, where_kind)
+        if support not in self.instances:
+            return  # a region whose target is not declared: reported at the region
+        if support == a:
+            self.add(
+                self.arg_loc(p, 1),
+                f"'{b}' is a region of '{a}' itself: nothing is {spelled} a region of its own",
+            )
+            return
+        facts = self.facts.get(self.instances[a])
+        if facts is not None and facts.kind == "workspace":
+            self.add(
+                self.arg_loc(p, 0),
+                f"'{a}' is the workspace ({self.instances[a]}) that everything else stands on: "
+                f"it is never {spelled} anything",
+            )
+            return
+        if a in self.spec.fixtures and support in self.spec.objects:
+            what = f"the object '{b}'"
+            if where_kind != "instance":
+                what = f"'{b}', a region of the object '{support}'"
+            self.add(
+                self.arg_loc(p, 0),
+                f"'{a}' is a fixture, welded to the world, and cannot be {spelled} {what}; "
+                "fixtures stand on the workspace or on other fixtures",
+            )
+            return
+        if p.name != "in":
+            return
+        region = self.spec.regions.get(b)
+        listed = self.categories.get(self.instances[support], ()) if self.categories is not None else None
+        if where_kind == "instance":
+            hint = ""
+            if listed is not None:
+                regions = [f"{b}_{r}" for r in listed]
+                hint = (
+                    f"; its category {self.instances[b]} has "
+                    + (f"these: {', '.join(regions)}" if regions else "none, so nothing goes In it")
+                )
+            self.add(
+                self.arg_loc(p, 1),
+                f"In takes a region of a container (a drawer, basket, compartment: <instance>_<region>) "
+                f"as its second argument, not the instance '{b}'{hint}",
+            )
+        elif region is not None and region.ranges and (listed is None or site not in listed):
+            self.add(
+                self.arg_loc(p, 1),
+                f"In takes a region of a container (a drawer, basket, compartment), but '{b}' is a region "
+                "with :ranges on a surface; use On for it",
+            )
+
+    def check_joint(self, p: Predicate, kind: str) -> None:
+        """Open/Close/TurnOn/TurnOff: the argument has a drawer, door or knob of the right kind."""
+        spelled = PREDICATE_SPELLING[p.name]
+        (x,) = p.args
+        inst, site = self.owner(x, kind)
+        if inst not in self.instances:
+            return  # a region whose target is not declared: reported at the region
+        category = self.instances[inst]
+        facts = self.facts.get(category)
+        if facts is None:
+            return
+        joint = facts.controls.get(site)
+        if joint is None:
+            what = f"'{x}' ({category})" if not site else f"'{x}' (region {site} of the {category} '{inst}')"
+            names = [f"'{inst}_{r}'" if r else f"'{inst}'" for r in facts.controls]
+            if names:
+                said = f"{what} is not one; name one of these: {', '.join(names)}"
+            else:
+                said = f"{what} has none"
+            self.add(self.arg_loc(p, 0), f"{spelled} acts on a drawer, door or knob, but {said}")
+        elif p.name in ("open", "close") and joint == "knob":
+            self.add(
+                self.arg_loc(p, 0),
+                f"'{x}' is a knob: it is turned on or off (TurnOn, TurnOff), not "
+                + ("opened" if p.name == "open" else "closed"),
+            )
+        elif p.name in ("turnon", "turnoff") and joint != "knob":
+            self.add(
+                self.arg_loc(p, 0),
+                f"'{x}' is a {joint}: it is opened or closed (Open, Close); only a knob is turned on or off",
+            )
 
     def resolve(self, arg: str, loc: Loc | None, section: str) -> str | None:
         """What ``arg`` names: "instance", "region" or "affordance region"; None after recording an error."""
@@ -229,45 +373,57 @@ class _Validator:
         return None
 
 
-def validate(spec: TaskSpec, categories: Mapping[str, Sequence[str]] | None = None) -> list[BddlError]:
+def validate(
+    spec: TaskSpec,
+    categories: Mapping[str, Sequence[str]] | None = None,
+    facts: Mapping[str, CategoryFacts] | None = None,
+) -> list[BddlError]:
     """Every meaning problem in ``spec``, in file order.
 
     Args:
         spec: the TaskSpec to check (parsed or built in code; the latter gives positions 0:0).
         categories: known category name -> names of its affordance regions, from the asset library;
             None skips the checks that need it (unknown categories, affordance region names).
+        facts: category name -> its CategoryFacts, from the asset library; None (or a category left
+            out) skips the checks that need them: the workspace placed On or In something, and
+            Open/Close/TurnOn/TurnOff of a thing without a drawer, door or knob of that kind.
 
     Returns a list of BddlError, empty when the spec is valid. Warnings are left out; see
     validate_with_warnings().
     """
-    return _Validator(spec, categories).run()
+    return _Validator(spec, categories, facts).run()
 
 
 def validate_with_warnings(
-    spec: TaskSpec, categories: Mapping[str, Sequence[str]] | None = None
+    spec: TaskSpec,
+    categories: Mapping[str, Sequence[str]] | None = None,
+    facts: Mapping[str, CategoryFacts] | None = None,
 ) -> tuple[list[BddlError], list[BddlError]]:
     """``(errors, warnings)`` of ``spec``, each in file order.
 
     Args:
-        spec, categories: as for validate().
+        spec, categories, facts: as for validate().
 
     Warnings are located messages like errors (same type, printed ``path:line:col: message``) about
     things that do not stop the task from loading, such as an unused region whose target is not
     declared.
     """
-    v = _Validator(spec, categories)
+    v = _Validator(spec, categories, facts)
     errors = v.run()
     return errors, v.warnings
 
 
 def check_file(
-    path, categories: Mapping[str, Sequence[str]] | None = None, warnings: list | None = None
+    path,
+    categories: Mapping[str, Sequence[str]] | None = None,
+    warnings: list | None = None,
+    facts: Mapping[str, CategoryFacts] | None = None,
 ) -> tuple[TaskSpec | None, list[BddlError]]:
     """Parse and validate the task file at ``path`` (str or os.PathLike).
 
     Args:
         path: the task file.
-        categories: as for validate().
+        categories, facts: as for validate().
         warnings: a list that receives the file's warnings (BddlError values), if given.
 
     Returns ``(spec, problems)``; when the file does not parse, ``(None, [the parse error])``.
@@ -276,7 +432,7 @@ def check_file(
         spec = parse_file(path)
     except BddlError as e:
         return None, [e]
-    errors, found = validate_with_warnings(spec, categories)
+    errors, found = validate_with_warnings(spec, categories, facts)
     if warnings is not None:
         warnings.extend(found)
     return spec, errors

@@ -8,14 +8,16 @@ from libero_ll.cli.args import SEED
 def cmd_check(args) -> int:
     import warnings
 
-    from libero_ll.assets.categories import affordances
+    from libero_ll.assets.categories import affordances, category_facts
+    from libero_ll.bddl.parser import BddlError
     from libero_ll.bddl.validate import check_file
     from libero_ll.errors import LiberoError
 
+    categories, facts = affordances(), category_facts()
     bad = 0
     for f in args.files:
         notes: list = []
-        spec, errors = check_file(f, affordances(), warnings=notes)
+        spec, errors = check_file(f, categories, warnings=notes, facts=facts)
         for e in errors:
             print(e)
         for n in notes:
@@ -26,6 +28,7 @@ def cmd_check(args) -> int:
         if not args.load:
             print(f"{f}: ok")
             continue
+        from libero_ll.bddl.spec import iter_atoms
         from libero_ll.envs.env import EnvConfig, LiberoEnv
         from libero_ll.envs.placement import PlacementWarning
 
@@ -36,11 +39,17 @@ def cmd_check(args) -> int:
                 try:
                     env.reset(seed=args.seed)
                     init = env.predicate_values(spec.init)
-                    goal = env.predicate_values(spec.goal_predicates())
+                    # Every atom of the goal once; Or and Not are worked out from them below.
+                    atoms = list(dict.fromkeys(iter_atoms(spec.goal)))
+                    values = dict(zip(atoms, (holds for _, holds in env.predicate_values(atoms))))
                 finally:
                     env.close()
+            except BddlError as e:
+                print(e)  # path:line:col: message, like the validation errors
+                bad += 1
+                continue
             except LiberoError as e:
-                print(f"{f}: error: {e}")
+                print(f"{f}: error: {str(e).removeprefix(f'{f}: ')}")
                 bad += 1
                 continue
         # Validation warnings were printed above; what placement says is printed here, once each.
@@ -50,12 +59,71 @@ def cmd_check(args) -> int:
             if issubclass(w.category, PlacementWarning) and text not in seen:
                 seen.add(text)
                 print(f"{f}: warning: {text.removeprefix(f'{f}: ')}")
-        print(f"{f}: ok, loaded and reset")
+        goal = [(_text(c), _holds(c, values)) for c in _conjuncts(spec.goal)]
+        # A reset that does not set up the init, or whose start already meets the goal, is a broken task.
+        problems = [
+            f"{_where(p.loc, f)}: init {text} does not hold after the reset (seed {args.seed})"
+            for p, (text, holds) in zip(spec.init, init)
+            if not holds
+        ]
+        if all(holds for _, holds in goal):
+            loc = spec.goal.loc or spec.decl_locs.get(":goal")
+            problems.append(
+                f"{_where(loc, f)}: the goal already holds after the reset (seed {args.seed}): "
+                "nothing would have to be done"
+            )
+        print(f"{f}: {'loaded and reset' if problems else 'ok, loaded and reset'}")
         for text, holds in init:
             print(f"  init {text}: {'holds' if holds else 'DOES NOT HOLD'}")
         for text, holds in goal:
             print(f"  goal {text}: {'holds' if holds else 'false'}")
+        for line in problems:
+            print(line)
+        bad += bool(problems)
     return 2 if bad else 0
+
+
+def _conjuncts(formula) -> list:
+    """The parts of a goal that must all hold: the children of its (nested) Ands."""
+    from libero_ll.bddl.spec import And
+
+    if isinstance(formula, And):
+        return [part for child in formula.children for part in _conjuncts(child)]
+    return [formula]
+
+
+def _text(formula) -> str:
+    """A formula as `check --load` prints it: `(on a b)`, `(or (on a b) (not (up b)))`."""
+    from libero_ll.bddl.spec import And, Not, Or, Predicate
+
+    if isinstance(formula, Predicate):
+        return f"({formula.name} {' '.join(formula.args)})"
+    if isinstance(formula, Not):
+        return f"(not {_text(formula.child)})"
+    word = "and" if isinstance(formula, And) else "or" if isinstance(formula, Or) else None
+    if word is None:
+        raise TypeError(f"not a formula: {formula!r}")
+    return f"({word} {' '.join(_text(c) for c in formula.children)})"
+
+
+def _holds(formula, values: dict) -> bool:
+    """Whether a formula holds, given whether each of its atoms holds (as LiberoEnv.check_goal decides)."""
+    from libero_ll.bddl.spec import And, Not, Or, Predicate
+
+    if isinstance(formula, Predicate):
+        return values[formula]
+    if isinstance(formula, Not):
+        return not _holds(formula.child, values)
+    if isinstance(formula, And):
+        return all(_holds(c, values) for c in formula.children)
+    if isinstance(formula, Or):
+        return any(_holds(c, values) for c in formula.children)
+    raise TypeError(f"not a formula: {formula!r}")
+
+
+def _where(loc, path) -> str:
+    """`path:line:col` of a position in the task file, or the file alone when the position is not known."""
+    return str(loc) if loc is not None and loc.line else str(path)
 
 
 def register(sub) -> None:

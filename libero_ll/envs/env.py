@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from libero_ll.assets.categories import ARENAS, affordances, get_model
-from libero_ll.bddl.parser import parse_file
-from libero_ll.bddl.spec import TaskSpec
+from libero_ll.assets.categories import ARENAS, affordances, category_facts, get_model
+from libero_ll.bddl.parser import BddlError, parse_file
+from libero_ll.bddl.spec import PREDICATE_SPELLING, TaskSpec
 from libero_ll.bddl.validate import BddlWarning, validate_with_warnings
 from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
 from libero_ll.envs.render import ROBOT_MESHES, CameraRenderer, draw_robot, prepare_offscreen
@@ -61,7 +61,7 @@ class EnvConfig:
 def load_task(path_or_spec) -> TaskSpec:
     """A validated TaskSpec from a path or an already parsed spec; LiberoError listing every problem."""
     spec = path_or_spec if isinstance(path_or_spec, TaskSpec) else parse_file(str(path_or_spec))
-    errors, notes = validate_with_warnings(spec, affordances())
+    errors, notes = validate_with_warnings(spec, affordances(), category_facts())
     if errors:
         raise LiberoError("\n".join(str(e) for e in errors))
     for note in notes:
@@ -359,7 +359,16 @@ class LiberoEnv:
             try:
                 v = self.geometry.holds(p)
             except LiberoError as e:
-                raise LiberoError(f"{p.name}({', '.join(p.args)}): {e}") from None
+                # Said once (the geometry's messages may already start with the predicate), and where the
+                # task file wrote the predicate when it came from one.
+                text = f"{p.name}({', '.join(p.args)})"
+                said = str(e)
+                for prefix in (f"{text}: ", f"{PREDICATE_SPELLING.get(p.name, p.name)}: "):
+                    said = said.removeprefix(prefix)
+                message = f"{text}: {said}"
+                if p.loc is not None and p.loc.line:
+                    raise BddlError.at(p.loc, message) from None
+                raise LiberoError(message) from None
             out.append((f"({p.name} {' '.join(p.args)})", v))
         return out
 

@@ -6,6 +6,8 @@ import sys
 
 import numpy as np
 
+from libero_ll.errors import LiberoError
+
 # Geom groups drawn: 1 holds robosuite's visual meshes, 2 our objects' geoms; 0 (collision) is hidden.
 VISIBLE_GROUPS = (0, 1, 1, 0, 0, 0)
 # A hidden group nothing else uses: geoms out of a camera's view are moved there while a scene is built.
@@ -117,6 +119,35 @@ def _gl_flush() -> None:
     platform.PLATFORM.GL.glFlush()
 
 
+class RenderError(LiberoError):
+    """The GL library could not make the offscreen buffer pictures of the asked size are drawn in."""
+
+
+def _make_renderer(context, size: int):
+    """A `mujoco.Renderer` of size x size pixels for `context`; RenderError when its buffer cannot be made.
+
+    MuJoCo stops with "Offscreen framebuffer is not complete" when the GL library refuses a buffer that
+    large (a software renderer takes at most 16384 pixels a side, and `render_many` puts pictures side by
+    side). The half-made renderer is closed here: left to itself it would complain when collected.
+    """
+    import mujoco
+
+    renderer = mujoco.Renderer.__new__(mujoco.Renderer)
+    try:
+        renderer.__init__(context, size, size)
+    except mujoco.FatalError as e:
+        # Its __init__ stopped before it set what close() reads; free the GL context it did make.
+        renderer.__dict__.setdefault("_gl_context", None)
+        renderer.__dict__.setdefault("_mjr_context", None)
+        renderer.close()
+        width, height = context.vis.global_.offwidth, context.vis.global_.offheight
+        raise RenderError(
+            f"cannot draw {size}x{size} pixel pictures: the GL library refused the {width}x{height} "
+            f"offscreen buffer they need ({str(e).strip()}); use a smaller image size"
+        ) from None
+    return renderer
+
+
 def _concave_drawn_hulls(model) -> list[int]:
     """Meshes that a drawn, colliding geom shows and that have more faces than their convex hull.
 
@@ -201,7 +232,7 @@ class CameraRenderer:
         # saved XML) keeps its own.
         context_quality.numslices, context_quality.numstacks = slices, stacks
         try:
-            self._renderer = mujoco.Renderer(context, size, size)
+            self._renderer = _make_renderer(context, size)
         finally:
             context_quality.numslices, context_quality.numstacks = kept
         if self._shapes is not None:

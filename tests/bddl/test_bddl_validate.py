@@ -14,9 +14,11 @@ from libero_ll.bddl import (
     validate,
     validate_with_warnings,
 )
+from libero_ll.bddl.validate import CategoryFacts
 
 ON_INIT = "(On bowl_1 main_table_bowl_region)"
 OPEN_GOAL = "(Open cabinet_1_top_region)"
+IN_GOAL = "(In bowl_1 cabinet_1_top_region)"
 TOP_SIDE = "(top_side (:target cabinet_1))"
 
 CATEGORIES = {
@@ -110,6 +112,19 @@ CASES = [
      "the goal is empty"),
     ("region named like an instance", variant("plate_1 - plate", "main_table_bowl_region - plate"), 5, 6,
      "region 'main_table_bowl_region' has the same name as an instance"),
+    ("On of a thing on itself", variant(ON_INIT, "(On bowl_1 bowl_1)"), 14, 21,
+     "On relates two different things, but both arguments are 'bowl_1'"),
+    ("In of a thing in its own region", variant(IN_GOAL, "(In cabinet_1 cabinet_1_top_region)"), 15, 29,
+     "'cabinet_1_top_region' is a region of 'cabinet_1' itself"),
+    ("the table on an object", variant(ON_INIT, "(On main_table plate_1)"), 14, 14,
+     "'main_table' is a fixture, welded to the world, and cannot be On the object 'plate_1'"),
+    ("a fixture on an object", variant(ON_INIT, "(On cabinet_1 bowl_1)"), 14, 14,
+     "'cabinet_1' is a fixture, welded to the world, and cannot be On the object 'bowl_1'"),
+    ("In an instance", variant(IN_GOAL, "(In bowl_1 plate_1)"), 15, 26,
+     "In takes a region of a container (a drawer, basket, compartment: <instance>_<region>) as its second "
+     "argument, not the instance 'plate_1'; its category plate has none, so nothing goes In it"),
+    ("In a region with ranges", variant(IN_GOAL, "(In bowl_1 main_table_bowl_region)"), 15, 26,
+     "'main_table_bowl_region' is a region with :ranges on a surface; use On for it"),
 ]
 
 
@@ -217,3 +232,68 @@ def test_a_region_among_the_objects_of_interest_is_accepted():
     spec = parse_string(variant("(:obj_of_interest bowl_1 cabinet_1)", "(:obj_of_interest cabinet_1_lid_region)"))
     [err] = validate(spec, CATEGORIES)
     assert "undeclared instance 'cabinet_1_lid_region' in :obj_of_interest" in err.message
+
+
+# What the asset library says of each category beyond its regions: its kind and what Open/Close/TurnOn/TurnOff
+# move; a stove (a knob) is added to BASE where a case needs one.
+FACTS = {
+    "table": CategoryFacts("workspace"),
+    "akita_black_bowl": CategoryFacts("object"),
+    "plate": CategoryFacts("object"),
+    "wooden_cabinet": CategoryFacts(
+        "fixture", {"top_region": "drawer", "middle_region": "drawer", "bottom_region": "drawer"}
+    ),
+    "flat_stove": CategoryFacts("fixture", {"": "knob", "cook_region": "knob"}),
+}
+WITH_STOVE = {**CATEGORIES, "flat_stove": ["cook_region"]}
+
+
+def with_stove(text):
+    return text.replace("cabinet_1 - wooden_cabinet)", "cabinet_1 - wooden_cabinet stove_1 - flat_stove)")
+
+
+FACT_CASES = [
+    ("the table on a fixture's region", variant(ON_INIT, "(On main_table cabinet_1_top_side)"), 14, 14,
+     "'main_table' is the workspace (table) that everything else stands on: it is never On anything"),
+    ("Open of a plate", variant(OPEN_GOAL, "(Open plate_1)"), 15, 54,
+     "Open acts on a drawer, door or knob, but 'plate_1' (plate) has none"),
+    ("Open of a cabinet, not its drawer", variant(OPEN_GOAL, "(Open cabinet_1)"), 15, 54,
+     "'cabinet_1' (wooden_cabinet) is not one; name one of these: 'cabinet_1_top_region', "
+     "'cabinet_1_middle_region', 'cabinet_1_bottom_region'"),
+    ("Close of a surface", variant(OPEN_GOAL, "(Close cabinet_1_top_side)"), 15, 55,
+     "'cabinet_1_top_side' (region top_side of the wooden_cabinet 'cabinet_1') is not one"),
+    ("TurnOn of a drawer", variant(OPEN_GOAL, "(TurnOn cabinet_1_top_region)"), 15, 56,
+     "'cabinet_1_top_region' is a drawer: it is opened or closed (Open, Close); only a knob is turned on or off"),
+    ("Open of a knob", with_stove(variant(OPEN_GOAL, "(Open stove_1)")), 15, 54,
+     "'stove_1' is a knob: it is turned on or off (TurnOn, TurnOff), not opened"),
+]
+
+
+@pytest.mark.parametrize("text, line, col, words", [c[1:] for c in FACT_CASES], ids=[c[0] for c in FACT_CASES])
+def test_one_problem_the_asset_facts_reveal(text, line, col, words):
+    spec = parse_string(text, "t.bddl")
+    assert validate(spec, WITH_STOVE) == []  # without the facts these are not checked
+    [err] = validate(spec, WITH_STOVE, FACTS)
+    assert (err.path, err.line, err.col) == ("t.bddl", line, col), str(err)
+    assert words in err.message
+
+
+def test_the_facts_accept_what_the_predicates_can_act_on():
+    for text in (BASE, with_stove(variant(OPEN_GOAL, "(TurnOn stove_1)")),
+                 with_stove(variant(OPEN_GOAL, "(TurnOff stove_1_cook_region)"))):
+        assert validate(parse_string(text), WITH_STOVE, FACTS) == []
+
+
+def test_every_shipped_task_passes_with_the_asset_librarys_facts():
+    # The checks that need the facts must not turn away what LIBERO's own files (and our examples) do.
+    from pathlib import Path
+
+    from libero_ll.assets.categories import affordances, category_facts
+
+    files = sorted((Path(__file__).resolve().parents[2] / "bddl_tasks").rglob("*.bddl"))
+    assert len(files) >= 130
+    categories, facts = affordances(), category_facts()
+    assert {f.kind for f in facts.values()} == {"object", "fixture", "workspace"}
+    for path in files:
+        _, problems = check_file(path, categories, facts=facts)
+        assert problems == [], problems

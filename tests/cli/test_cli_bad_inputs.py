@@ -1,5 +1,6 @@
 """Bad input on the command line: a clear `error:` line naming what is wrong and where, exit 2, no traceback,
-and nothing written or lost. Each check stops before any simulation or training."""
+and nothing written or lost. Most checks stop before any simulation or training; those of `check --load` and
+`render` build one small scene each."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def refused(argv: list[str], capsys) -> str:
         (["render", str(BOWL), "-o", "x.png", "--seed", "-1"], "--seed"),
         (["render", str(BOWL), "-o", "x.png", "--size", "0"], "--size"),
         (["render", str(BOWL), "-o", "x.png", "--size", "-5"], "--size"),
+        (["render", str(BOWL), "-o", "x.png", "--size", "20000"], "--size"),
+        (["render", "--gallery", "-o", "x.png", "--size", "4097"], "--size"),
         (["init-states", str(BOWL), "--n", "0"], "--n"),
         (["init-states", str(BOWL), "--seed", "-1"], "--seed"),
         (["generate", "--random", "2", "--seed", "-1", "--out", "g"], "--seed"),
@@ -191,3 +194,109 @@ def test_an_os_error_is_one_line_naming_the_path(monkeypatch, capsys):
 def test_a_negative_reset_seed_is_a_clear_error(soup_env):
     with pytest.raises(LiberoError, match="reset seed must be 0 or more, got -1"):
         soup_env.reset(seed=-1)
+
+
+def test_render_names_the_largest_size_it_takes(capsys):
+    # Before: --size 20000 built the scene, then "mujoco.FatalError: Offscreen framebuffer is not complete"
+    # and an AttributeError from Renderer.__del__.
+    from libero_ll.cli.render import MAX_SIZE
+
+    err = usage_error(["render", str(BOWL), "-o", "x.png", "--size", str(MAX_SIZE + 1)], capsys)
+    assert f"argument --size: must be {MAX_SIZE} or less (pixels a side), got {MAX_SIZE + 1}" in err
+
+
+def render_small(output, capsys) -> tuple[int, str]:
+    code = main(["render", str(BOWL), "-o", str(output), "--size", "16", "--robot-mesh", "collision"])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_render_names_the_output_it_could_not_write_not_its_temporary(capsys):
+    # /proc takes no new files: before, "error: /proc/x.png.tmp.png: No such file or directory".
+    code, err = render_small("/proc/x.png", capsys)
+    assert code == 2
+    assert err == "error: -o /proc/x.png: cannot write it: No such file or directory\n"
+
+
+def test_render_writes_the_format_its_suffix_names(tmp_path, capsys):
+    # Before, x.jpg held PNG data.
+    out = tmp_path / "x.jpg"
+    code, err = render_small(out, capsys)
+    assert code == 0, err
+    from PIL import Image
+
+    with Image.open(out) as picture:
+        assert picture.format == "JPEG" and picture.size == (32, 16)
+    assert [p.name for p in tmp_path.iterdir()] == ["x.jpg"]  # no temporary left beside it
+
+
+def test_render_refuses_a_suffix_it_cannot_write_before_any_work(tmp_path, capsys):
+    err = refused(["render", str(BOWL), "-o", str(tmp_path / "x.txt")], capsys)
+    assert f"-o {tmp_path / 'x.txt'}: cannot write a picture as '.txt'; name a file ending in .png, .jpg" in err
+    err = refused(["render", "--gallery", "-o", str(tmp_path / "g.gif")], capsys)
+    assert "cannot write a picture as '.gif'" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+GOAL = "(And (On akita_black_bowl_1 plate_1))"  # BOWL's goal, at line 83, column 5
+
+
+def bowl_variant(tmp_path, name: str, old: str, new: str) -> Path:
+    text = BOWL.read_text()
+    assert text.count(old) == 1, old
+    path = tmp_path / name
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_check_load_reports_a_goal_with_or_and_not(tmp_path, capsys):
+    # Before: "error: the goal uses Or at FILE:83:6; only a conjunction of predicates has a list form" (exit 2),
+    # though the environment evaluates such goals.
+    path = bowl_variant(tmp_path, "or.bddl", GOAL,
+                        "(And (Or (On akita_black_bowl_1 plate_1) (In akita_black_bowl_1 basket_1_contain_region))"
+                        " (Not (Up plate_1)))")
+    assert main(["check", str(path), "--load"]) == 0
+    out = capsys.readouterr().out
+    assert f"{path}: ok, loaded and reset\n" in out
+    assert ("  goal (or (on akita_black_bowl_1 plate_1) (in akita_black_bowl_1 basket_1_contain_region)): false\n"
+            "  goal (not (up plate_1)): holds\n") in out
+
+
+def test_check_load_fails_a_task_broken_at_its_reset(tmp_path, capsys):
+    # Before, both printed "ok, loaded and reset" and exited 0 with an init that DOES NOT HOLD or a goal that
+    # holds before anything is done.
+    done = bowl_variant(tmp_path, "done.bddl", GOAL, "(And (Not (Up plate_1)))")
+    # Two things in a region that has room for one: the init cannot hold.
+    crowded = bowl_variant(tmp_path, "crowded.bddl", "(On cream_cheese_1 main_table_cream_cheese_init_region)",
+                           "(On cream_cheese_1 main_table_alphabet_soup_init_region)")
+    assert main(["check", str(done), "--load"]) == 2
+    out = capsys.readouterr().out
+    assert f"{done}: loaded and reset\n" in out and "ok, loaded" not in out
+    assert "  goal (not (up plate_1)): holds\n" in out
+    assert f"{done}:83:6: the goal already holds after the reset (seed 0): nothing would have to be done\n" in out
+    assert main(["check", str(crowded), "--load"]) == 2
+    out = capsys.readouterr().out
+    assert f"{crowded}: loaded and reset\n" in out
+    assert (f"{crowded}:80:6: init (on cream_cheese_1 main_table_alphabet_soup_init_region) does not hold after "
+            "the reset (seed 0)\n") in out
+
+
+def test_check_finds_open_of_a_thing_without_a_drawer_door_or_knob(tmp_path, capsys):
+    # Before, plain `check` said ok; `check --load` said "error: open(plate_1): open(plate_1): plate plate_1 has
+    # no drawer, door or knob to act on", the predicate twice and no position.
+    path = bowl_variant(tmp_path, "open.bddl", GOAL, "(And (Open plate_1))")
+    assert main(["check", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert out == f"{path}:83:16: Open acts on a drawer, door or knob, but 'plate_1' (plate) has none\n"
+
+
+def test_a_predicate_the_scene_cannot_evaluate_is_named_once_at_its_position(soup_env):
+    from libero_ll.bddl import BddlError, Loc, Predicate
+
+    where = Loc("t.bddl", 7, 9)
+    with pytest.raises(BddlError) as e:
+        soup_env.predicate_values([Predicate("open", ("basket_1",), loc=where)])
+    assert str(e.value) == "t.bddl:7:9: open(basket_1): basket basket_1 has no drawer, door or knob to act on"
+    with pytest.raises(LiberoError) as e:
+        soup_env.predicate_values([Predicate("turnon", ("basket_1",))])
+    assert str(e.value) == "turnon(basket_1): basket basket_1 has no drawer, door or knob to act on"

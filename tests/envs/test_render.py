@@ -351,3 +351,24 @@ def test_what_cannot_be_seen_is_left_out_under_the_floor_and_invisible_sites(sou
     finally:
         model.site_rgba[:] = rgba
         r.close()
+
+
+def test_a_buffer_the_gl_library_refuses_is_a_clear_error_and_leaves_nothing_behind(monkeypatch):
+    # Before: `mujoco.FatalError: Offscreen framebuffer is not complete` (a traceback from `render --size 20000`
+    # or `collect --image-size 20000`), then an AttributeError from the half-made mujoco.Renderer's __del__.
+    import mujoco
+
+    from libero_ll.envs.render import RenderError
+    from libero_ll.errors import LiberoError
+
+    model = mujoco.MjModel.from_xml_string('<mujoco><worldbody><geom type="plane" size="1 1 0.1"/></worldbody></mujoco>')
+    model.vis.global_.offwidth = 100_000  # wider than any GL library makes a buffer; cheap to ask for
+    unraisable = []
+    monkeypatch.setattr("sys.unraisablehook", unraisable.append)
+    with pytest.raises(RenderError) as e:
+        CameraRenderer(model, 8)
+    gc.collect()
+    assert isinstance(e.value, LiberoError)  # the CLI prints it as `error: ...`
+    assert str(e.value).startswith("cannot draw 8x8 pixel pictures: the GL library refused the 100000x")
+    assert "use a smaller image size" in str(e.value)
+    assert unraisable == []
