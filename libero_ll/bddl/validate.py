@@ -111,6 +111,13 @@ class _Validator:
                 self.add(where, f"bad category name '{category}'")
             elif self.categories is not None and category not in self.categories:
                 self.add(where, f"unknown category '{category}'; known: {known}")
+            elif self.categories is not None and inst != category and inst in self.categories:
+                # `plate_1 plate - basket` (a missing " - ") declares an instance named `plate` a basket.
+                self.warn(
+                    spec.decl_locs.get(inst),
+                    f"'{inst}' is the name of a category, but this instance is of category {category}: "
+                    f"is a ' - ' missing before '{inst}' on its line?",
+                )
 
     def check_region(self, region: Region) -> None:
         at = region.locs.get

@@ -297,3 +297,15 @@ def test_every_shipped_task_passes_with_the_asset_librarys_facts():
     for path in files:
         _, problems = check_file(path, categories, facts=facts)
         assert problems == [], problems
+
+
+def test_an_instance_named_like_a_category_is_a_warning():
+    # `plate_1 plate - akita_black_bowl` (a " - " missing) declares a bowl named `plate` and makes plate_1 a
+    # bowl too: valid, but almost never meant.
+    spec = parse_string(variant("plate_1 - plate)", "plate_1 plate - akita_black_bowl)"))
+    errors, warnings = validate_with_warnings(spec, CATEGORIES)
+    assert errors == []
+    [w] = warnings
+    assert (w.line, w.col) == (12, 47)
+    assert "'plate' is the name of a category, but this instance is of category akita_black_bowl" in w.message
+    assert validate_with_warnings(parse_string(BASE), CATEGORIES)[1] == []
