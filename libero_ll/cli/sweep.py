@@ -8,7 +8,7 @@ import sys
 
 def cmd_sweep(args) -> int:
     from libero_ll.errors import LiberoError
-    from libero_ll.experiments.sweep import load_sweep, run_sweep
+    from libero_ll.experiments.sweep import check_existing, load_sweep, run_sweep
 
     if args.cpus is not None and args.cpus < 1:
         raise LiberoError(f"--cpus must be 1 or more, got {args.cpus}")
@@ -16,10 +16,17 @@ def cmd_sweep(args) -> int:
         raise LiberoError("--cpus sets the CPUs of a local Ray; a cluster (--address) has its own: leave one out")
     sweep = load_sweep(args.sweep, args.output, args.overrides)
     if args.list:
+        differ = 0
         for r in sweep.runs:
-            print(f"{r.state():8}  {r.run_dir}")
-        print(f"{len(sweep.runs)} runs")
-        return 0
+            try:
+                check_existing(r)
+                print(f"{r.state():8}  {r.run_dir}")
+            except LiberoError as e:
+                differ += 1
+                print(f"{'differs':8}  {r.run_dir}\n          {e}")
+        print(f"{len(sweep.runs)} runs" + (f"; {differ} started with another config: the sweep would stop at "
+                                          "them" if differ else ""))
+        return 1 if differ else 0
     command = "libero-ll " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     result = run_sweep(sweep, address=args.address, cpus=args.cpus, report=not args.no_report, command=command)
     print(f"sweep {sweep.name} finished in {result.seconds / 60:.1f} min: {len(result.finished)} of "

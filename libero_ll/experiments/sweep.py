@@ -31,6 +31,8 @@ import itertools
 import json
 import os
 import re
+import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -384,19 +386,19 @@ def _lock(path: Path, wait: float, busy: str):
 
 
 def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
-                driver_pid: int | None = None) -> tuple[str, float]:
+                driver_pid: int | None = None, command: list[str] | None = None) -> tuple[str, float]:
     """Run (or resume, or skip when finished) one run of a sweep in this process; what a Ray task calls.
 
     The run's output goes to RUN_DIR/log.txt. The run directory is locked while it runs, so that a run still
     shutting down from a killed sweep is never written by two processes: this waits up to two minutes for it.
     With `driver_pid` (a local Ray), the process ends within half a second of that process's end: a killed
-    sweep stops its runs, which Ray alone lets go on for a while.
+    sweep stops its runs, which Ray alone lets go on for a while. `command` (the sweep's command line) is
+    what the run's log.txt and environment.json record as its command, not the Ray worker's own; an error
+    that ends the run is written to its log.txt too.
 
     Returns:
         What it did ("finished" when the run had finished before, "resumed" or "ran") and its wall time, s.
     """
-    import sys
-
     from omegaconf import OmegaConf
 
     from libero_ll.evaluation.runs import LOG_FILE, SWEEP_FILE
@@ -421,13 +423,21 @@ def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
             os.dup2(logf.fileno(), 1)
             os.dup2(logf.fileno(), 2)
             write_json(run_dir / SWEEP_FILE, record)
+            if command:
+                sys.argv = list(command)  # a Ray worker runs one task (max_calls=1): its argv is the sweep's now
             quiet = lambda line: None  # noqa: E731
-            if (run_dir / "config.yaml").exists():
-                run_lifelong(load_config(run_dir / "config.yaml"), log=quiet, resume=run_dir)
-                return "resumed", time.time() - t0
-            cfg = OmegaConf.merge(OmegaConf.structured(ExperimentConfig), cfg_container)
-            run_lifelong(cfg, log=quiet, run_dir=run_dir)
-            return "ran", time.time() - t0
+            try:
+                if (run_dir / "config.yaml").exists():
+                    run_lifelong(load_config(run_dir / "config.yaml"), log=quiet, resume=run_dir)
+                    return "resumed", time.time() - t0
+                cfg = OmegaConf.merge(OmegaConf.structured(ExperimentConfig), cfg_container)
+                run_lifelong(cfg, log=quiet, run_dir=run_dir)
+                return "ran", time.time() - t0
+            except Exception as e:
+                # What the sweep's line points to (the run's log) says why, also when the run failed before
+                # it logged anything.
+                print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} error: {_error_message(e)}", flush=True)
+                raise
 
 
 def _exit_with(pid: int) -> None:
@@ -498,26 +508,55 @@ def run_sweep(sweep: Sweep, address: str | None = None, cpus: int | None = None,
             be reached (nothing answers, or it asks for a token the sweep lacks).
     """
     t0 = time.time()
+    try:
+        import ray  # noqa: F401 - checked before anything is written
+    except ImportError:
+        raise LiberoError("sweeps run on Ray: pip install ray") from None
+    if report:
+        check_report_folder(sweep.output_dir / "report")
+    created = not sweep.output_dir.exists()
     sweep.output_dir.mkdir(parents=True, exist_ok=True)
     busy = f"another `libero-ll sweep` is running in {sweep.output_dir}; wait for it or stop it first"
-    with _lock(sweep.output_dir / LOCK_FILE, 0.0, busy):
-        for r in sweep.runs:
-            check_existing(r)
-        states = [r.state() for r in sweep.runs]
-        todo = [r for r, s in zip(sweep.runs, states) if s != "finished"]
-        log(f"sweep {sweep.name}: {len(sweep.runs)} runs in {sweep.output_dir}: {states.count('finished')} "
-            f"finished before, {states.count('partial')} to resume, {states.count('new')} to start")
-        failed: list[tuple[Path, str]] = []
-        if todo:
-            _collect_demos(todo, log)
-            failed = _run_on_ray(sweep, todo, address, cpus, log, len(sweep.runs) - len(todo))
-        finished = [r.run_dir for r in sweep.runs if r.state() == "finished"]
-        out = None
-        if report and finished:
-            from libero_ll.evaluation.report import generate_report
+    try:
+        with _lock(sweep.output_dir / LOCK_FILE, 0.0, busy):
+            return _run_sweep_locked(sweep, address, cpus, log, report, command, t0)
+    finally:
+        # A sweep that stopped before any run began (no cluster at --address, ...) leaves no folder behind.
+        if created and {p.name for p in sweep.output_dir.iterdir()} <= {LOCK_FILE}:
+            shutil.rmtree(sweep.output_dir, ignore_errors=True)
 
-            out = generate_report(finished, sweep.output_dir / "report", command=command)
-            log(f"report of {len(finished)} runs: {out / 'report.html'}")
+
+def check_report_folder(out: Path) -> None:
+    """Fail, before any run, when the sweep's report could not be written at the end: `out` holds
+    something that is not a report."""
+    from libero_ll.evaluation.report import MARKER
+
+    if out.exists() and not (out / MARKER).exists() and (not out.is_dir() or any(out.iterdir())):
+        raise LiberoError(
+            f"{out} exists and is not a report: the sweep writes its report there at the end; move it away, "
+            "or run the sweep with --no-report"
+        )
+
+
+def _run_sweep_locked(sweep: Sweep, address, cpus, log, report: bool, command, t0: float) -> SweepResult:
+    """run_sweep's work, with the output folder locked."""
+    for r in sweep.runs:
+        check_existing(r)
+    states = [r.state() for r in sweep.runs]
+    todo = [r for r, s in zip(sweep.runs, states) if s != "finished"]
+    log(f"sweep {sweep.name}: {len(sweep.runs)} runs in {sweep.output_dir}: {states.count('finished')} "
+        f"finished before, {states.count('partial')} to resume, {states.count('new')} to start")
+    failed: list[tuple[Path, str]] = []
+    if todo:
+        _collect_demos(todo, log)
+        failed = _run_on_ray(sweep, todo, address, cpus, log, len(sweep.runs) - len(todo))
+    finished = [r.run_dir for r in sweep.runs if r.state() == "finished"]
+    out = None
+    if report and finished:
+        from libero_ll.evaluation.report import generate_report
+
+        out = generate_report(finished, sweep.output_dir / "report", command=command)
+        log(f"report of {len(finished)} runs: {out / 'report.html'}")
     return SweepResult(finished, failed, out, time.time() - t0)
 
 
@@ -585,7 +624,7 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
         for r, (want_cpus, want_gpus) in zip(todo, wants):
             ref = remote.options(num_cpus=want_cpus, num_gpus=want_gpus).remote(
                 OmegaConf.to_container(r.cfg, resolve=True), str(r.run_dir.resolve()), r.record(sweep.name),
-                os.getcwd(), None if address else os.getpid(),
+                os.getcwd(), None if address else os.getpid(), list(sys.argv),
             )
             pending[ref] = r
         failed = []

@@ -135,6 +135,22 @@ def test_a_run_whose_config_changed_is_an_error_not_overwritten(tmp_path, capsys
     assert main(["sweep", str(path), "-o", str(tmp_path / "out")]) == 2
     assert "move that run directory away" in capsys.readouterr().err
     assert OmegaConf.load(run.run_dir / "config.yaml").train.epochs == 3
+    # --list says so too, instead of listing the run as one the sweep would resume.
+    assert main(["sweep", str(path), "-o", str(tmp_path / "out"), "--list"]) == 1
+    listed = capsys.readouterr().out
+    assert listed.startswith(f"differs   {run.run_dir}") and "1 started with another config" in listed
+
+
+def test_a_report_folder_the_sweep_cannot_use_stops_it_before_any_run(tmp_path, capsys):
+    # The sweep used to run every run first and fail only when writing its report at the end.
+    path = write_sweep(tmp_path, "overrides: {train.epochs: 1}\n")
+    out = tmp_path / "out"
+    (out / "report").mkdir(parents=True)
+    (out / "report" / "mine.txt").write_text("mine")
+    assert main(["sweep", str(path), "-o", str(out)]) == 2
+    assert "run the sweep with --no-report" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["report"]
+    assert (out / "report" / "mine.txt").read_text() == "mine"
 
 
 def _report_tables(report: Path) -> dict:
@@ -232,6 +248,11 @@ def test_the_smoke_table2_sweep_killed_and_rerun_gives_the_uninterrupted_report(
     resumed = [d for d in cut.iterdir() if (d / "log.txt").exists() and "resuming" in (d / "log.txt").read_text()]
     assert resumed
     assert json.loads((resumed[0] / "sweep.json").read_text())["sweep"] == "table2_smoke"
+    # The command a run records is the sweep's, not the Ray worker's.
+    for run in whole.glob("*/final_policy.pt"):
+        sessions = json.loads((run.parent / "environment.json").read_text())["sessions"]
+        assert sessions[0]["command"][1:3] == ["sweep", str(sweep_file)], sessions[0]["command"]
+        assert " sweep " in (run.parent / "log.txt").read_text().splitlines()[0]
 
 
 @pytest.mark.slow
@@ -264,7 +285,7 @@ def test_demo_files_of_another_image_size_stop_the_sweep_before_any_run(tmp_path
     err = capsys.readouterr().err
     assert "run learner.name=seql_seed100:" in err
     assert f"{smoke_data}/put_the_alphabet_soup_in_the_basket.hdf5: images are 32x32 but env.image_size is 48" in err
-    assert not [p for p in out.iterdir() if p.is_dir()]
+    assert not out.exists()  # nothing began: the sweep's folder (it held only its lock) is not left behind
 
 
 def test_overrides_may_follow_options_on_the_command_line(tmp_path, capsys):
