@@ -23,10 +23,14 @@ def build_parser() -> argparse.ArgumentParser:
     import importlib
 
     p = argparse.ArgumentParser(prog="libero-ll", description="Lifelong imitation learning for robot manipulation.")
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("--debug", action="store_true", help="show tracebacks (also taken after the subcommand)")
     sub = p.add_subparsers(dest="command", required=True)
     for name in SUBCOMMANDS:
         importlib.import_module(f"libero_ll.cli.{name}").register(sub)
+    # `--debug` anywhere on the line: each subcommand takes it too. SUPPRESS leaves the value that
+    # `libero-ll --debug CMD` set alone when it is not repeated after the subcommand.
+    for subparser in dict.fromkeys(sub.choices.values()):
+        subparser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     return p
 
 

@@ -10,6 +10,11 @@ from libero_ll.cli.args import positive_float
 
 
 def cmd_metrics(args) -> int:
+    _run_folder(args.run_dir, "")
+    if args.reference:
+        _run_folder(args.reference, "--reference ")
+    for path in args.single_task or ():
+        _run_folder(path, "--single-task ")
     if args.all or args.reference or args.single_task:
         print_all_metrics(Path(args.run_dir), args.json, args.reference, args.single_task or (), args.epsilon)
     else:
@@ -47,10 +52,26 @@ def print_metrics(run_dir: Path, as_json: bool) -> None:
     for j, n in enumerate(names):
         curve = ", ".join(f"e{e}:{c:.2f}" for e, c in zip(tensor.eval_epochs[j], tensor.curves[j]))
         print(f"  T{j + 1} {n}: {curve}")
+    # NaN (nothing to average yet, e.g. NBT of a run stopped after its first task) is "n/a", as with --all.
     print(
-        f"FWT {m['fwt']:.3f} (higher is better)  NBT {m['nbt']:.3f} (lower is better)  "
-        f"AUC {m['auc']:.3f} (higher is better)"
+        f"FWT {_number(m['fwt'])} (higher is better)  NBT {_number(m['nbt'])} (lower is better)  "
+        f"AUC {_number(m['auc'])} (higher is better)"
     )
+
+
+def _number(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.3f}"
+
+
+def _run_folder(path, option: str) -> None:
+    """A LiberoError naming `path` (and the option that gave it) when it is no folder at all."""
+    from libero_ll.errors import LiberoError
+
+    p = Path(path)
+    if not p.exists():
+        raise LiberoError(f"{option}{p}: no such folder (give a run directory)")
+    if not p.is_dir():
+        raise LiberoError(f"{option}{p}: is a file, not a run directory")
 
 
 # Scalar metrics printed by --all: key, label, which way is better.

@@ -191,33 +191,153 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         overrides: dotted `key=value` strings, e.g. ["train.epochs=3", "learner.name=seql"].
 
     Returns:
-        An OmegaConf DictConfig following ExperimentConfig.
+        An OmegaConf DictConfig following ExperimentConfig (interpolations left as written, but checked).
 
     Raises:
-        LiberoError: a missing file, bad YAML, an unknown key or a wrongly typed value, naming it.
+        LiberoError: a missing file, bad YAML, a file that is not a mapping of sections, bad `defaults`, an
+            unknown key, a wrongly typed value, a value out of its range or an interpolation that cannot be
+            resolved, naming the file (or the override) it came from and the key.
     """
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     schema = OmegaConf.structured(ExperimentConfig)
-    # The file's layers and the overrides are merged in two steps, so that an error names where the bad
+    # The file's layers and the overrides are merged one at a time, so that an error names where the bad
     # value came from.
-    try:
-        layers = _read_layers(Path(path)) if path else []
-        cfg = OmegaConf.merge(schema, *layers)
-    except OmegaConfBaseException as e:
-        where = f"{path}: " if path else ""
-        key = getattr(e, "full_key", None)
-        raise LiberoError(f"{where}{key + ': ' if key else ''}{_first_line(e)}") from None
-    try:
-        dotlist = OmegaConf.merge(OmegaConf.create(), *[_read_override(o) for o in overrides or []])
-        cfg = OmegaConf.merge(cfg, dotlist)
-    except OmegaConfBaseException as e:
-        key = getattr(e, "full_key", None)
-        raise LiberoError(f"override {key + ': ' if key else ''}{_first_line(e)}") from None
-    except ValueError as e:
-        raise LiberoError(f"bad override: {e}") from None
+    cfg = schema
+    layers = _read_layers(Path(path)) if path else []
+    for file, layer in layers:
+        where = _file_label(file, path)
+        problem = _shape_problem(schema, layer)
+        if problem:
+            raise LiberoError(f"{where}: {_shape_in_file(problem.replace('{value}', 'VALUE'))}")
+        try:
+            cfg = OmegaConf.merge(cfg, layer)
+        except OmegaConfBaseException as e:
+            key = getattr(e, "full_key", None)
+            raise LiberoError(f"{where}: {key + ': ' if key else ''}{_first_line(e)}") from None
+    sources = [(_file_label(file, path), layer) for file, layer in layers]
+    for override in overrides or []:
+        try:
+            layer = _read_override(override)
+            problem = _shape_problem(schema, layer)
+            if problem:
+                value = str(override).partition("=")[2].strip() or "VALUE"
+                raise LiberoError(f"override {override}: {problem.replace('{value}', value)}")
+            cfg = OmegaConf.merge(cfg, layer)
+        except OmegaConfBaseException as e:
+            key = getattr(e, "full_key", None)
+            raise LiberoError(f"override {key + ': ' if key else ''}{_first_line(e)}") from None
+        except ValueError as e:
+            raise LiberoError(f"bad override {override!r}: {e}") from None
+        sources.append((f"override {override}", layer))
+    _check_values(cfg, sources)
     return cfg
+
+
+def _check_values(cfg, sources: list) -> None:
+    """Resolve `cfg`'s interpolations and check the settings' ranges (those `check_components` checks again),
+    raising a LiberoError that names the file or the override that set the bad value, and its key."""
+    import re
+
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        plain = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as e:
+        key = getattr(e, "full_key", None) or ""
+        raw = _lookup(OmegaConf.to_container(cfg, resolve=False), key)[1]
+        what = f"cannot resolve {raw!r}" if isinstance(raw, str) and "${" in raw else "cannot resolve it"
+        raise LiberoError(
+            f"{_source(sources, key)}{key + ': ' if key else ''}{what}: {_first_line(e)}"
+        ) from None
+    from libero_ll.experiments.lifelong import COUNTS
+
+    try:
+        TrainConfig(**plain["train"])
+    except LiberoError as e:
+        match = re.match(r"(train\.\w+) ", str(e))
+        raise LiberoError(f"{_source(sources, match.group(1) if match else 'train')}{e}") from None
+    for key, least, meaning in COUNTS:
+        value = _lookup(plain, key)[1]
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise LiberoError(f"{_source(sources, key)}{key} must be {meaning}, got {value!r}")
+
+
+def _lookup(container, key: str) -> tuple[bool, Any]:
+    """(found, value) of the dotted `key` in plain nested dicts and lists."""
+    node = container
+    for part in key.split(".") if key else []:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False, None
+    return True, node
+
+
+def _source(sources: list, key: str) -> str:
+    """'FILE: ' or 'override KEY=VALUE: ' for the last of `sources` (label, layer) that sets `key`; '' when
+    none does (a default)."""
+    from omegaconf import OmegaConf
+
+    for label, layer in reversed(sources):
+        if _lookup(OmegaConf.to_container(layer, resolve=False), key)[0]:
+            return f"{label}: "
+    return ""
+
+
+def _file_label(file: Path, top) -> str:
+    """How an error names a config file: the file, and the one that included it through `defaults`."""
+    if top is None or Path(file).resolve() == Path(top).resolve():
+        return str(file)
+    return f"{file} (in the defaults of {top})"
+
+
+def _shape_problem(schema, layer, prefix: str = "") -> str | None:
+    """The message for the first value of `layer` given where the schema has a section, a mapping or a list
+    and the value is not one (`learner=er`, `train: 3`, `tasks=foo`); None when the shapes agree. Other
+    mismatches (an unknown key, a wrong scalar type) are left to OmegaConf's merge, which names them."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    for k in layer.keys():
+        if not isinstance(k, str) or k not in schema:
+            continue
+        key = f"{prefix}{k}"
+        expected, given = schema._get_node(k), layer._get_node(k)
+        if isinstance(expected, DictConfig):
+            structured = OmegaConf.get_type(expected) not in (dict, None)
+            if not isinstance(given, DictConfig) or given._is_none():
+                if structured:
+                    fields = list(expected.keys())
+                    return (f"{key} is a section ({', '.join(fields)}), not a single value; set one of its keys, "
+                            f"e.g. {key}.{fields[0]}={{value}}")
+                return (f"{key} is a mapping of keys to values, not a single value; set one of its keys, e.g. "
+                        f"{key}.NAME={{value}}")
+            if structured:
+                inner = _shape_problem(expected, given, f"{key}.")
+                if inner:
+                    return inner
+        elif isinstance(expected, ListConfig) and not isinstance(given, ListConfig) \
+                and not (given._is_none() and expected._is_optional()):
+            return f"{key} takes a list, e.g. {key}=[a,b]"
+    return None
+
+
+def _shape_in_file(message: str) -> str:
+    """A `_shape_problem` message with its example written as YAML (`train: {epochs: 3}`, `tasks: [a, b]`)."""
+    import re
+
+    def yaml_form(m: re.Match) -> str:
+        parts, value = m.group(1).split("."), m.group(2)
+        value = "[a, b]" if value == "[a,b]" else value
+        for part in reversed(parts[1:]):
+            value = f"{{{part}: {value}}}"
+        return f"{parts[0]}: {value}"
+
+    return re.sub(r"e\.g\. ([\w.]+)=(\S+)$", lambda m: "e.g. " + yaml_form(m), message)
 
 
 def _read_override(override: str):
@@ -243,23 +363,55 @@ def _read_override(override: str):
 
 
 def _read_layers(path: Path, seen: tuple = ()) -> list:
-    from omegaconf import OmegaConf
+    """(file, config) for `path` and, before it, the files its `defaults:` names (and theirs), in merge order.
+
+    `defaults` lists config names or paths, each relative to the folder of the file that names it, `.yaml`
+    optional (`defaults: [smoke]`, `defaults: [../cpu.yaml]`)."""
+    import yaml
+    from omegaconf import DictConfig, OmegaConf
 
     if not path.exists():
         raise LiberoError(f"{path}: no such config file")
+    if path.is_dir():
+        raise LiberoError(f"{path}: is a folder, not a config file")
     if path.resolve() in seen:
         raise LiberoError(f"{path}: config includes itself through defaults")
     try:
-        cfg = OmegaConf.load(path)
+        # Read as plain YAML first for the shape of the whole file: OmegaConf reads a lone word as a key
+        # ("hello" as {hello: null}) and refuses other single values with an error about Python types.
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        cfg = OmegaConf.load(path) if isinstance(raw, dict) else None
     except Exception as e:  # noqa: BLE001 - YAML errors come in many types
         raise LiberoError(f"{path}: not valid YAML: {_first_line(e)}") from None
-    if not cfg:
+    if raw is None or raw == {}:
         raise LiberoError(f"{path}: the config file is empty; start from a preset such as configs/cpu.yaml")
+    if not isinstance(cfg, DictConfig):
+        got = "a list" if isinstance(raw, list) else f"the single value {raw!r}"
+        raise LiberoError(
+            f"{path}: a config file is a mapping of settings and sections (name:, seed:, train:, eval:, ...; "
+            f"see configs/cpu.yaml), got {got}"
+        )
     layers = []
-    defaults = cfg.pop("defaults", []) or []
-    for d in defaults:
-        layers += _read_layers((path.parent / str(d)).with_suffix(".yaml"), seen + (path.resolve(),))
-    return layers + [cfg]
+    if "defaults" in cfg:
+        cfg.pop("defaults")
+        for name in _defaults_names(path, raw.get("defaults")):
+            layers += _read_layers((path.parent / name).with_suffix(".yaml"), seen + (path.resolve(),))
+    return layers + [(path, cfg)]
+
+
+def _defaults_names(path: Path, defaults) -> list[str]:
+    """The config names or paths of a file's `defaults:` (null: none), or a LiberoError naming the file and
+    saying what it takes."""
+    if defaults is None:
+        return []
+    names = "config names or paths, relative to this file's folder, .yaml optional (e.g. defaults: [smoke])"
+    if not isinstance(defaults, list):
+        hint = f"; write defaults: [{defaults}]" if isinstance(defaults, str) else ""
+        raise LiberoError(f"{path}: defaults takes a list of {names}, got {defaults!r}{hint}")
+    for i, name in enumerate(defaults):
+        if not isinstance(name, str) or not name.strip():
+            raise LiberoError(f"{path}: defaults[{i}]: the entries of defaults are {names}, got {name!r}")
+    return defaults
 
 
 def _first_line(e: Exception) -> str:

@@ -300,3 +300,71 @@ def test_a_predicate_the_scene_cannot_evaluate_is_named_once_at_its_position(sou
     with pytest.raises(LiberoError) as e:
         soup_env.predicate_values([Predicate("turnon", ("basket_1",))])
     assert str(e.value) == "turnon(basket_1): basket basket_1 has no drawer, door or knob to act on"
+
+
+SMOKE = REPO / "configs" / "smoke.yaml"
+
+
+@pytest.mark.parametrize(
+    "text, overrides, says",
+    [
+        ("- 1\n- 2\n", [], "{file}: a config file is a mapping of settings and sections"),
+        ("defaults: 3\n", [], "{file}: defaults takes a list of config names or paths"),
+        ("defaults: smoke\n", [], "{file}: defaults takes a list of config names or paths"),
+        ("name: x\neval:\n  every: ${nosuch}\n", [], "{file}: eval.every: cannot resolve '${nosuch}'"),
+        ("train: {epochs: -1}\n", [], "{file}: train.epochs must be a non-negative integer, got -1"),
+        ("name: x\n", ["eval.every=${nosuch}"], "override eval.every=${nosuch}: eval.every: cannot resolve"),
+        ("name: x\n", ["learner=er"], "override learner=er: learner is a section (name, options, by_name)"),
+        ("name: x\n", ["tasks=foo"], "override tasks=foo: tasks takes a list, e.g. tasks=[a,b]"),
+    ],
+)
+def test_train_names_the_file_or_override_of_a_bad_config(text, overrides, says, tmp_path, capsys):
+    # Before: TypeError and InterpolationKeyError tracebacks, "s.yaml: no such config file", "Merge error: str is
+    # not a subclass of LearnerSection", and range errors that named no file.
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    err = refused(["train", str(config), *overrides, f"output_dir={tmp_path / 'runs'}"], capsys)
+    assert says.replace("{file}", str(config)) in err, err
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+
+
+def test_debug_is_taken_after_the_subcommand_too(tmp_path, capsys):
+    # Before: `libero-ll train CONFIG --debug` and `libero-ll metrics RUN --debug` ended in "unrecognized
+    # arguments: --debug"; only `libero-ll --debug train ...` worked.
+    from libero_ll.cli import build_parser
+
+    bad = [str(SMOKE), "train.epochz=3"]
+    for argv in (["train", *bad, "--debug"], ["train", str(SMOKE), "--debug", "train.epochz=3"],
+                 ["--debug", "train", *bad], ["metrics", str(tmp_path / "nosuch"), "--debug"]):
+        with pytest.raises(LiberoError):
+            main(argv)
+    assert "epochz" in refused(["train", *bad], capsys)  # and without it, the error line as before
+    subcommands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert [name for name, p in subcommands.items() if "--debug" not in p._option_string_actions] == []
+
+
+def test_metrics_shows_nan_as_n_a_on_its_short_line(tmp_path, capsys):
+    # Before: "NBT nan" for a run stopped after its first task, though --all (and docs/metrics.md) say "n/a".
+    from libero_ll.evaluation.success import SuccessTensor
+
+    run = tmp_path / "run"
+    run.mkdir()
+    nan = float("nan")
+    SuccessTensor(["a", "b"], [[0, 5], []], [[0.0, 1.0], []], [[], []], [[1.0, nan], [nan, nan]]).save(
+        run / "success.json"
+    )
+    assert main(["metrics", str(run)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "NBT n/a (lower is better)" in last and "nan" not in last, last
+
+
+def test_metrics_says_a_run_folder_does_not_exist(tmp_path, capsys):
+    # Before: "error: success tensor file nosuch/success.json does not exist".
+    missing, afile = tmp_path / "nosuch", tmp_path / "notes.txt"
+    afile.write_text("x")
+    assert refused(["metrics", str(missing)], capsys) == f"error: {missing}: no such folder (give a run directory)\n"
+    assert refused(["metrics", str(afile), "--all"], capsys) == f"error: {afile}: is a file, not a run directory\n"
+    err = refused(["metrics", str(tmp_path), "--reference", str(missing)], capsys)
+    assert err == f"error: --reference {missing}: no such folder (give a run directory)\n"
+    err = refused(["metrics", str(tmp_path), "--single-task", str(tmp_path), str(missing)], capsys)
+    assert err == f"error: --single-task {missing}: no such folder (give a run directory)\n"

@@ -1,0 +1,160 @@
+"""A bad config file or override is one LiberoError naming the file (or the override), the key and what it takes;
+none of these tests trains: loading the config is enough."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from libero_ll.errors import LiberoError
+from libero_ll.experiments.config import load_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def refused(path, overrides=()) -> str:
+    with pytest.raises(LiberoError) as e:
+        load_config(path, list(overrides))
+    return str(e.value)
+
+
+def config_file(tmp_path, text: str, name: str = "c.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        # Before: TypeError: ListConfig.pop() takes from 1 to 2 positional arguments.
+        ("- 1\n- 2\n", "a config file is a mapping of settings and sections (name:, seed:, train:, eval:, ...; "
+                       "see configs/cpu.yaml), got a list"),
+        # Before: "hello: Key 'hello' not in 'ExperimentConfig'"; a number: "Invalid loaded object type: int".
+        ("hello\n", "a config file is a mapping of settings and sections"),
+        ("3\n", "got the single value 3"),
+        # Before: TypeError: 'int' object is not iterable.
+        ("defaults: 3\n", "defaults takes a list of config names or paths, relative to this file's folder, "
+                          ".yaml optional (e.g. defaults: [smoke]), got 3"),
+        # Before: "s.yaml: no such config file" (it went through the string's letters).
+        ("defaults: smoke\n", "defaults takes a list of config names or paths, relative to this file's folder, "
+                              ".yaml optional (e.g. defaults: [smoke]), got 'smoke'; write defaults: [smoke]"),
+        # Before: "{'a': 1}.yaml: no such config file".
+        ("defaults: [{a: 1}]\n", "defaults[0]: the entries of defaults are config names or paths"),
+        ("defaults: [smoke, 7]\n", "defaults[1]: the entries of defaults are config names or paths"),
+    ],
+)
+def test_a_file_of_the_wrong_shape_or_bad_defaults_is_named(tmp_path, text, says):
+    path = config_file(tmp_path, text)
+    message = refused(path)
+    assert message.startswith(f"{path}: ") and says in message, message
+    # defaults still takes names and paths, relative to the file's folder, .yaml optional, or null.
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    config_file(tmp_path, "seed: 11\ntrain: {epochs: 4}\n", "base.yaml")
+    path = config_file(sub, "defaults: [../base]\nseed: 12\n")
+    cfg = load_config(path)
+    assert cfg.seed == 12 and cfg.train.epochs == 4
+    path = config_file(sub, "defaults:\n  - ../base.yaml\n", "d.yaml")
+    assert load_config(path).seed == 11
+    assert load_config(config_file(tmp_path, "defaults:\nseed: 5\n", "null.yaml")).seed == 5
+
+
+@pytest.mark.parametrize(
+    "where, value",
+    [("file", "${nosuch}"), ("override", "${nosuch}"), ("file", "${eval.rollout}"), ("override", "${name}")],
+)
+def test_an_interpolation_that_cannot_be_resolved_is_named_when_the_config_loads(tmp_path, where, value):
+    # Before: loading passed, and check_components (and so `train`) raised omegaconf's InterpolationKeyError
+    # with a traceback.
+    if where == "file":
+        path = config_file(tmp_path, f"defaults: [{CONFIGS / 'smoke'}]\neval:\n  every: '{value}'\n")
+        message = refused(path)
+        assert message.startswith(f"{path}: eval.every: cannot resolve '{value}': "), message
+    else:
+        message = refused(CONFIGS / "smoke.yaml", ["seed=3", f"eval.every={value}"])
+        assert message.startswith(f"override eval.every={value}: eval.every: cannot resolve '{value}': "), message
+    if value == "${nosuch}":
+        assert message.endswith("Interpolation key 'nosuch' not found")
+    # Interpolations that resolve still load, kept as written, and pass the run's checks.
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.lifelong import check_components
+
+    path = config_file(tmp_path, f"defaults: [{CONFIGS / 'smoke'}]\neval:\n  every: ${{train.epochs}}\n")
+    cfg = load_config(path, ["train.epochs=3", "name=${learner.name}_run"])
+    assert cfg.eval.every == 3 and cfg.name == f"{cfg.learner.name}_run"
+    assert OmegaConf.to_container(cfg)["eval"]["every"] == "${train.epochs}"  # kept as written
+    check_components(cfg)
+
+
+def test_a_sweeps_interpolation_is_named_with_its_variant(tmp_path):
+    from libero_ll.experiments.sweep import load_sweep
+
+    sweep = config_file(
+        tmp_path,
+        f"config: {CONFIGS / 'smoke.yaml'}\nseeds: [1]\ngrid:\n  eval.every: ['${{nosuch}}']\n",
+        "sweep.yaml",
+    )
+    with pytest.raises(LiberoError) as e:
+        load_sweep(sweep, tmp_path / "out")
+    assert str(e.value).startswith(f"{sweep}: ")
+    assert "eval.every: cannot resolve '${nosuch}': Interpolation key 'nosuch' not found" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "override, says",
+    [
+        # Before: "override Merge error: str is not a subclass of LearnerSection. value: er".
+        ("learner=er", "override learner=er: learner is a section (name, options, by_name), not a single value; "
+                       "set one of its keys, e.g. learner.name=er"),
+        ("train=3", "override train=3: train is a section (epochs, batch_size, "),
+        ("policy=null", "override policy=null: policy is a section (name, cfg, by_name)"),
+        ("policy.cfg=3", "override policy.cfg=3: policy.cfg is a mapping of keys to values, not a single value; "
+                         "set one of its keys, e.g. policy.cfg.NAME=3"),
+        # Before: "override tasks: Invalid value assigned: AnyNode is not a ListConfig, TupleConfig, ...".
+        ("tasks=foo", "override tasks=foo: tasks takes a list, e.g. tasks=[a,b]"),
+    ],
+)
+def test_an_override_of_the_wrong_shape_says_what_the_key_takes(override, says):
+    message = refused(CONFIGS / "smoke.yaml", ["seed=3", override])
+    assert message.startswith(says), message
+
+
+def test_a_file_value_of_the_wrong_shape_says_what_the_key_takes(tmp_path):
+    path = config_file(tmp_path, "learner: er\n")
+    assert refused(path) == (
+        f"{path}: learner is a section (name, options, by_name), not a single value; set one of its keys, "
+        "e.g. learner: {name: VALUE}"
+    )
+    path = config_file(tmp_path, "seed: 1\ntasks: foo\n")
+    assert refused(path) == f"{path}: tasks takes a list, e.g. tasks: [a, b]"
+    # Sections given as mappings, and a null task list, are fine.
+    cfg = load_config(config_file(tmp_path, "tasks: null\nlearner: {name: ewc}\npolicy: {cfg: {}}\n"))
+    assert cfg.tasks is None and cfg.learner.name == "ewc"
+    assert load_config(None, ["tasks=[a,b]", "learner.name=seql"]).tasks == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "text, override, message",
+    [
+        ("train: {epochs: -1}\n", "train.epochs=-1", "train.epochs must be a non-negative integer, got -1"),
+        ("train:\n  lr: 0\n", "train={lr: 0}", "train.lr must be a positive number, got 0.0"),
+        ("eval: {rollouts: 0}\n", "eval.rollouts=0", "eval.rollouts must be 1 or more, got 0"),
+        ("seed: -3\n", "seed=-3", "seed must be a non-negative integer, got -3"),
+    ],
+)
+def test_a_value_out_of_range_names_its_file_or_its_override(tmp_path, text, override, message):
+    # Before, a range error named neither (a wrong type named the file): "train.epochs must be ...".
+    path = config_file(tmp_path, text)
+    assert refused(path, ["name=x"]) == f"{path}: {message}"
+    assert refused(CONFIGS / "smoke.yaml", ["name=x", override]) == f"override {override}: {message}"
+    # A file included through defaults is named as such; a later override that mends the value wins.
+    top = config_file(tmp_path, f"defaults: [{path.stem}]\nname: top\n", "top.yaml")
+    assert refused(top) == f"{path} (in the defaults of {top}): {message}"
+    key, value = override.split("=", 1)
+    good = {"train.epochs=-1": "train.epochs=2", "train={lr: 0}": "train.lr=0.1"}.get(override, f"{key}=1")
+    load_config(path, [good])
+    for shipped in sorted(CONFIGS.glob("*.yaml")):  # the presets still load
+        load_config(shipped)
