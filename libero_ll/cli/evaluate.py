@@ -13,7 +13,7 @@ def cmd_evaluate(args) -> int:
 
     from libero_ll.cli.args import output_file, output_folder
     from libero_ll.errors import LiberoError
-    from libero_ll.experiments.evaluate import evaluate_run, save_evaluation
+    from libero_ll.experiments.evaluate import check_video_folder, evaluate_run, save_evaluation
 
     several = len(args.run_dirs) > 1
     if several and args.out:
@@ -28,6 +28,8 @@ def cmd_evaluate(args) -> int:
         runs = {Path(r).resolve() for r in args.run_dirs}
         if out.exists() and runs & {out.resolve().parent, *out.resolve().parents} and not _evaluation_file(out):
             raise LiberoError(f"--out {out} is a file of the run itself; give a new file name")
+        if out.exists() and not args.overwrite:
+            raise LiberoError(f"--out {out} already exists; give a new file name, or --overwrite to replace it")
     if args.video:
         output_folder(args.video, "--video")
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
@@ -35,13 +37,18 @@ def cmd_evaluate(args) -> int:
     # runs of different folders share a name).
     names = [Path(r).resolve().name for r in args.run_dirs]
     folders = [n if names.count(n) == 1 else f"{k + 1}_{n}" for k, n in enumerate(names)]
+    videos = [None if args.video is None else (Path(args.video) / folder if several else Path(args.video))
+              for folder in folders]
+    if args.video and several and not args.overwrite:
+        # Every run's video folder is checked before the first run's rollouts (each run checks its own again).
+        for run_dir, video in zip(args.run_dirs, videos):
+            check_video_folder(run_dir, video, args.checkpoint, _split(args.tasks))
     results = []
-    for run_dir, folder in zip(args.run_dirs, folders):
-        video = None if args.video is None else (Path(args.video) / folder if several else args.video)
+    for run_dir, video in zip(args.run_dirs, videos):
         evaluation = evaluate_run(
             run_dir, checkpoint=args.checkpoint, tasks=_split(args.tasks), rollouts=args.rollouts,
             new_states=args.new_states, init_seed=args.init_seed, max_steps=args.max_steps, workers=args.workers,
-            video_dir=video, log=log, actions=args.actions,
+            video_dir=video, log=log, actions=args.actions, overwrite=args.overwrite,
         )
         path = save_evaluation(evaluation, args.out)
         results.append(evaluation.to_dict())
@@ -121,6 +128,11 @@ def register(sub) -> None:
         "--actions", metavar="sampled|mode",
         help="act on actions sampled from the policy's head (the paper's protocol) or on its most likely "
         "component's mean (default: as the run did, policy.cfg.deterministic_eval)",
+    )
+    s.add_argument(
+        "--overwrite", action="store_true",
+        help="replace an existing --out file, and remove the rollout videos that --video already holds of the "
+        "tasks evaluated (all of them, before the new ones are written); without it either is refused",
     )
     s.add_argument("--json", action="store_true", help="print the results as JSON (progress goes to stderr)")
     s.set_defaults(func=cmd_evaluate)

@@ -17,12 +17,7 @@ def cmd_report(args) -> int:
     output_folder(Path(args.output).parent, "-o", shown=args.output)
 
     command = "libero-ll " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if args.show_command else None
-    left_out: list[str] = []
-
-    def log(line: str) -> None:
-        left_out.append(line)
-        print(line)
-
+    reported: list = []
     out = generate_report(
         args.run_dirs,
         args.output,
@@ -34,10 +29,10 @@ def cmd_report(args) -> int:
         seed=args.seed,
         command=command,
         unfinished=args.unfinished,
-        log=log,
+        log=print,
+        reported=reported,
     )
-    runs = len({Path(p).resolve() for p in args.run_dirs}) - len(left_out)
-    print(f"report: {out / 'report.html'} ({runs} runs; tables also in report.md and *.csv)")
+    print(f"report: {out / 'report.html'} ({len(reported)} runs; tables also in report.md and *.csv)")
     return 0
 
 

@@ -115,6 +115,16 @@ class Run:
         return self.learner in REPLAY_LEARNERS
 
 
+class NotEvaluatedYet(LiberoError):
+    """A run directory that has saved no evaluation yet: it has its ``config.yaml`` but no ``success.json``
+    (killed, or still running, before its first evaluation). Reports leave such a run out and name it."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        super().__init__(f"{path}: the run has saved no evaluation yet: it has no success.json (killed, or still "
+                         "running, before its first evaluation)")
+
+
 def unfinished_stages(run_dir: str | os.PathLike) -> tuple[int, int] | None:
     """(stages ended, stages in all) of a run that has not ended yet, from its progress.json; None for a run
     that has ended, or that recorded no progress (made by hand, or before the file existed)."""
@@ -147,17 +157,20 @@ def load_run(path: str | os.PathLike) -> Run:
     """Load a run directory.
 
     Raises:
-        LiberoError: naming the directory when it does not exist, lacks ``config.yaml`` or
-            ``success.json``, or one of its files cannot be read.
+        NotEvaluatedYet: a run directory (its config.yaml can be read) without ``success.json``: a run killed,
+            or still running, before its first evaluation.
+        LiberoError: naming the directory when it does not exist, is a file, lacks ``config.yaml``, or one
+            of its files cannot be read.
     """
     from omegaconf import OmegaConf
 
     path = Path(path)
-    if not path.is_dir():
+    if not path.exists():
         raise LiberoError(f"run directory {path} does not exist")
-    for name in ("config.yaml", "success.json"):
-        if not (path / name).is_file():
-            raise LiberoError(f"{path} is not a run directory: it has no {name}")
+    if not path.is_dir():
+        raise LiberoError(f"{path} is a file, not a run directory")
+    if not (path / "config.yaml").is_file():
+        raise LiberoError(f"{path} is not a run directory: it has no config.yaml")
     try:
         config = OmegaConf.to_container(OmegaConf.load(path / "config.yaml"), resolve=False)
     except Exception as e:  # noqa: BLE001 - YAML errors come in many types
@@ -166,6 +179,8 @@ def load_run(path: str | os.PathLike) -> Run:
         ) from None
     if not isinstance(config, dict):
         raise LiberoError(f"{path / 'config.yaml'} does not hold a mapping")
+    if not (path / "success.json").is_file():
+        raise NotEvaluatedYet(path)
     sweep = None
     if (path / SWEEP_FILE).is_file():
         try:
@@ -188,6 +203,90 @@ def group_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str, str], list[Run]
         key: sorted(groups[key], key=lambda r: (r.seed if r.seed is not None else math.inf, str(r.path)))
         for key in sorted(groups)
     }
+
+
+def run_started(run: Run) -> float:
+    """When a run started (seconds since the epoch): its first session in environment.json, else the time its
+    config.yaml was written (at the start); used to tell a rerun from the run it repeats."""
+    from datetime import datetime
+
+    if run.sessions:
+        try:
+            return datetime.fromisoformat(str(run.sessions[0].get("started"))).timestamp()
+        except (TypeError, ValueError):
+            pass
+    try:
+        return (run.path / "config.yaml").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def same_seed_runs(runs: Sequence[Run]) -> list[list[Run]]:
+    """Runs of one method (see `group_runs`) that share a seed and a task order: lists of two or more runs, the
+    latest started last. Such runs are not independent seeds (they repeat one another, or differ in settings
+    that do not make a method of their own). Runs without a seed are never paired."""
+    by_seed: dict[tuple, list[Run]] = {}
+    for run in runs:
+        if run.seed is not None:
+            by_seed.setdefault((run.seed, run.task_order), []).append(run)
+    return [sorted(same, key=lambda r: (run_started(r), str(r.path))) for same in by_seed.values() if len(same) > 1]
+
+
+def task_set(run: Run) -> tuple[str, ...]:
+    """A run's tasks whatever their order (a task named twice counts twice)."""
+    return tuple(sorted(run.task_order))
+
+
+def main_task_set(runs: Sequence[Run]) -> tuple[str, ...]:
+    """The task set most runs of a method share (on a tie, that of the first run given)."""
+    counts: dict[tuple[str, ...], int] = {}
+    for run in runs:
+        counts[task_set(run)] = counts.get(task_set(run), 0) + 1
+    return max(counts, key=lambda t: counts[t]) if counts else ()
+
+
+# Config keys that say how a run was carried out, not what was learnt: they may differ between runs of one method.
+_CONFIG_KEYS_FREE = frozenset({
+    "name", "seed", "tasks", "output_dir", "num_threads", "device", "data.dir", "data.collect_workers",
+    "eval.workers", "eval.envs_per_worker", "eval.overlap", "train.data_on_device",
+})
+
+
+def _flat_config(config: dict, prefix: str = "") -> dict[str, str]:
+    out = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(_flat_config(value, name + "."))
+        else:
+            out[name] = json.dumps(value, sort_keys=True, default=str)
+    return out
+
+
+def config_differences(runs: Sequence[Run]) -> dict[str, list[str]]:
+    """The config keys whose values differ between runs of one method, each with the runs' values in order
+    (as JSON). Keys that do not change what is learnt (seed, task list, folders, threads, evaluation workers),
+    the options of learners and policies that the runs do not use, and keys some runs lack (made by an older
+    version) are left out."""
+    flats = [_flat_config(r.config) for r in runs]
+    if len(flats) < 2:
+        return {}
+
+    def counts(key: str, run: Run) -> bool:
+        if key in _CONFIG_KEYS_FREE:
+            return False
+        for section, chosen in (("learner", run.learner), ("policy", run.policy)):
+            if key.startswith(f"{section}.by_name.") and not key.startswith(f"{section}.by_name.{chosen}."):
+                return False
+        return True
+
+    keys = set(flats[0]).intersection(*flats[1:])
+    out = {}
+    for key in sorted(keys):
+        values = [f[key] for f in flats]
+        if len(set(values)) > 1 and all(counts(key, r) for r in runs):
+            out[key] = values
+    return out
 
 
 def single_task_aucs(references: Sequence[Run], task_names: Sequence[str]) -> np.ndarray | None:

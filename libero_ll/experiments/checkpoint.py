@@ -33,8 +33,14 @@ def load_checkpoint(path: Path) -> dict:
         return torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise LiberoError(f"{path}: no such checkpoint") from None
+    except IsADirectoryError:
+        raise LiberoError(f"{path}: is a folder, not a checkpoint file") from None
     except Exception as e:  # noqa: BLE001 - a truncated or foreign file fails in many ways
-        raise LiberoError(f"{path}: not a readable checkpoint ({type(e).__name__}: {e})") from None
+        # Only the kind of failure: torch's own message advises loading with weights_only=False, which would run
+        # whatever code a damaged or foreign file holds.
+        raise LiberoError(
+            f"{path}: not a readable checkpoint (damaged or not written by libero_ll; {type(e).__name__})"
+        ) from None
 
 
 def rng_states() -> dict:
@@ -107,13 +113,16 @@ def resolve_init_from(spec: str) -> Path:
     return path
 
 
-def load_policy_weights(policy: torch.nn.Module, path: Path, ckpt: dict | None = None) -> None:
+def load_policy_weights(policy: torch.nn.Module, path: Path, ckpt: dict | None = None,
+                        loading: str = "init_from") -> None:
     """Load a run's policy weights into `policy`, which must have the same architecture.
 
     Args:
         policy: the freshly built policy.
         path: a checkpoint holding {"policy": state_dict, ...} (a task's best, the final policy, or resume.pt).
         ckpt: the checkpoint's contents when the caller has already read them (then `path` only names it).
+        loading: what the weights are loaded as, named before the file in an error (default "init_from": the
+            pretrained weights a run starts from; `evaluate` names the checkpoint it evaluates).
 
     Raises:
         LiberoError: naming the checkpoint and the first mismatching parameters.
@@ -141,6 +150,6 @@ def load_policy_weights(policy: torch.nn.Module, path: Path, ckpt: dict | None =
         trained = ckpt.get("policy_name")
         hint = f" (checkpoint is a {trained} policy)" if trained else ""
         raise LiberoError(
-            f"init_from {path}: the policy architecture does not match the checkpoint{hint}: " + "; ".join(parts)
+            f"{loading} {path}: the policy architecture does not match the checkpoint{hint}: " + "; ".join(parts)
         )
     policy.load_state_dict(state)

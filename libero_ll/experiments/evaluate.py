@@ -12,6 +12,7 @@ new states measure the kept policy without either.
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -130,7 +131,8 @@ def _weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tuple[Pat
         return own, [number - 1]
     shared = run_dir / "checkpoints" / "all_tasks_best.pt"  # a stage of several tasks (MTL) names them
     if shared.exists():
-        stage = [int(j) for j in load_checkpoint(shared).get("tasks") or []]
+        ckpt = load_checkpoint(shared)
+        stage = [int(j) for j in (ckpt.get("tasks") if isinstance(ckpt, dict) else None) or []]
         if number - 1 in stage:
             return shared, stage
     kept = sorted(p.name for p in (run_dir / "checkpoints").glob("*.pt"))
@@ -171,6 +173,138 @@ def _changed_since(kept: list[Path], cfg) -> list[str]:
     return [k.stem for k, c in zip(kept, current) if k.read_bytes() != c.read_bytes()]
 
 
+@dataclass
+class _Plan:
+    """What an evaluation of a run rolls out, read from the run directory before any work."""
+
+    cfg: object
+    kept: list[Path]
+    task_files: list[Path]
+    names: list[str]
+    weights: Path
+    stage: list[int] | None
+    saved: dict | None
+    chosen: list[int]
+
+
+def _plan(run_dir: Path, checkpoint: str, tasks: list[str] | None) -> _Plan:
+    """The run's config and task files, the weights file of `checkpoint` and the tasks to evaluate."""
+    from libero_ll.evaluation.success import SuccessTensor
+    from libero_ll.experiments.config import load_config
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.yaml").exists():
+        raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
+    cfg = load_config(run_dir / "config.yaml")
+    # The task files the run was trained on (its own copies), else those its config names (older runs).
+    kept = run_task_files(run_dir)
+    task_files = kept or suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
+    names = [t.stem for t in task_files]
+    checkpoint = str(checkpoint)
+    weights, stage = _weights_file(run_dir, checkpoint, names)
+    # The resume state, read once: the latest weights, the tasks begun, PackNet's per-task networks.
+    saved = load_checkpoint(weights) if checkpoint == "latest" else None
+    if saved is not None:
+        try:
+            curves = SuccessTensor.from_dict(saved["tensor"]).curves
+        except (KeyError, ValueError, TypeError) as e:
+            raise LiberoError(f"{weights}: its record of success cannot be read ({e})") from None
+        default = [j for j, curve in enumerate(curves) if curve] or list(range(len(names)))
+    else:
+        default = stage if stage is not None else list(range(len(names)))
+    chosen = _task_numbers(tasks, names, default)
+    return _Plan(cfg, kept, task_files, names, weights, stage, saved, chosen)
+
+
+# A rollout video as `RolloutVideos` names it, finished or left half-written by an interrupted evaluation.
+_ROLLOUT_VIDEO = re.compile(r"(rollout\d{3,}_(success|failure)|\.rollout\d{3,}\.tmp)\.mp4")
+
+
+def _old_videos(video_dir: str | Path, task_names: list[str]) -> list[Path]:
+    """The rollout videos that `video_dir` already holds of these tasks (video_dir/<task>/rolloutNNN_*.mp4)."""
+    out = []
+    for name in task_names:
+        folder = Path(video_dir) / name
+        if folder.is_dir():
+            out += sorted(p for p in folder.iterdir() if _ROLLOUT_VIDEO.fullmatch(p.name) and p.is_file())
+    return out
+
+
+def _videos_in_the_way(video_dir: str | Path, old: list[Path]) -> str:
+    tasks = sorted({p.parent.name for p in old})
+    return (f"video folder {video_dir} already holds {len(old)} rollout video{'s' if len(old) > 1 else ''} of "
+            f"{', '.join(tasks)} from an earlier evaluation (e.g. {old[0]}); give another folder, or overwrite "
+            f"(--overwrite) to remove the earlier videos of {'these tasks' if len(tasks) > 1 else 'this task'} first")
+
+
+def check_video_folder(run_dir: str | Path, video_dir: str | Path, checkpoint: str = "final",
+                       tasks: list[str] | None = None, overwrite: bool = False) -> None:
+    """Refuse, before any rollout, a video folder that already holds rollout videos of the tasks that
+    `evaluate_run` would evaluate with these arguments (unless `overwrite`); what `evaluate_run` checks too, for
+    a caller that evaluates several runs and must check them all first."""
+    plan = _plan(Path(run_dir), str(checkpoint), tasks)
+    old = _old_videos(video_dir, [plan.names[j] for j in plan.chosen])
+    if old and not overwrite:
+        raise LiberoError(_videos_in_the_way(video_dir, old))
+
+
+def _fixed_states(path: Path, names: list[str], chosen: list[int]) -> dict[int, np.ndarray]:
+    """The run's fixed initial states of the tasks `chosen` (init_states.npz: an array per task name)."""
+    if not path.exists():
+        raise LiberoError(f"{path.parent} has no init_states.npz; give new_states to sample initial states")
+    try:
+        with np.load(path) as f:
+            missing = [names[j] for j in chosen if names[j] not in f.files]
+            if missing:
+                raise LiberoError(f"{path} holds no initial states of {', '.join(missing)}; give new_states to "
+                                  "sample initial states")
+            states = {j: np.asarray(f[names[j]]) for j in chosen}
+    except LiberoError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a damaged archive fails in many ways (zip, pickle, shape)
+        raise LiberoError(f"{path}: damaged, not readable as the run's initial states ({type(e).__name__}); give "
+                          "new_states (--new-states N) to start from states sampled anew instead") from None
+    empty = [names[j] for j, s in states.items() if s.ndim < 2 or len(s) == 0]
+    if empty:
+        raise LiberoError(f"{path}: damaged: no initial state of {', '.join(empty)}")
+    return states
+
+
+def _recorded_config(ckpt) -> dict:
+    """The config that a final or stage checkpoint recorded when it was saved ({} when it holds none)."""
+    config = ckpt.get("config") if isinstance(ckpt, dict) else None
+    if not isinstance(config, dict):
+        return {}
+    return {k: v for k, v in config.items() if k in ("learner", "policy") and isinstance(v, dict)}
+
+
+def _policy_changes(trained: dict, cfg) -> str:
+    """The policy settings of the run's config.yaml that differ from those recorded in its checkpoint."""
+    from omegaconf import OmegaConf
+
+    then = trained.get("policy")
+    if not then:
+        return ""
+    now = OmegaConf.to_container(cfg.policy, resolve=True)
+    out = []
+    if then.get("name") != now.get("name"):
+        out.append(f"policy.name {now.get('name')} (trained: {then.get('name')})")
+    for key in sorted(set(then.get("cfg") or {}) | set(now.get("cfg") or {})):
+        a, b = (then.get("cfg") or {}).get(key), (now.get("cfg") or {}).get(key)
+        if a != b:
+            out.append(f"policy.cfg.{key} {b} (trained: {a})")
+    return ", ".join(out)
+
+
+def _learner_mismatch(path: Path, run_dir: Path, learner: str, e: Exception) -> LiberoError:
+    what = f"no {e.args[0]!r} entry" if isinstance(e, KeyError) and e.args else type(e).__name__
+    return LiberoError(
+        f"{path}: the learner state saved by the run does not fit learner {learner}, which "
+        f"{run_dir / 'config.yaml'} names ({what}): the run's saved policy does not match its config's learner "
+        f"(was learner.name edited after the run?)"
+    )
+
+
 def evaluate_run(
     run_dir: str | Path,
     checkpoint: str = "final",
@@ -184,6 +318,7 @@ def evaluate_run(
     recorder=None,
     log: Callable[[str], None] = print,
     actions: str | None = None,
+    overwrite: bool = False,
 ) -> Evaluation:
     """Roll out a run's saved policy on its tasks.
 
@@ -202,12 +337,15 @@ def evaluate_run(
             eval.init_seed + 1000.
         max_steps: episode cap in policy steps; default the run's eval.max_steps.
         workers: evaluation processes (0: one per core); default the run's eval.workers.
-        video_dir: when given, each rollout's camera images go to an MP4 under video_dir/<task>/.
+        video_dir: when given, each rollout's camera images go to an MP4 under video_dir/<task>/. A task folder
+            there that already holds rollout videos (of an earlier evaluation) is refused unless `overwrite`.
         recorder: instead of `video_dir`, any rollout recorder (``frame(task, i, obs)`` and
             ``end(task, i, success)``, task numbers from 0; see `libero_ll.evaluation.video`).
         log: receives progress lines.
         actions: "sampled" (drawn from the policy's action head, the paper's protocol) or "mode" (the mean of
             its most likely component); default the run's own (`policy.cfg.deterministic_eval`).
+        overwrite: remove the rollout videos of the evaluated tasks already in `video_dir` (all of them, so
+            that no earlier rollout's file is left beside the new ones) just before the rollouts start.
 
     Raises:
         LiberoError: what is wrong with the run directory or the arguments, before any rollout.
@@ -217,8 +355,7 @@ def evaluate_run(
     from libero_ll.data.hdf5 import LOWDIM_SIZES
     from libero_ll.envs.env import LiberoEnv
     from libero_ll.evaluation.rollout import run_rollouts
-    from libero_ll.evaluation.success import SuccessTensor
-    from libero_ll.experiments.config import learner_options, load_config, policy_config
+    from libero_ll.experiments.config import learner_options, policy_config
     from libero_ll.experiments.checkpoint import load_policy_weights
     from libero_ll.learners import TrainConfig, make_learner
     from libero_ll.policies import make_policy
@@ -230,36 +367,24 @@ def evaluate_run(
         raise LiberoError(f"actions must be one of {', '.join(ACTIONS)}, got {actions!r}")
     if init_seed is not None and int(init_seed) < 0:
         raise LiberoError(f"init_seed must be 0 or more, got {init_seed}")
-    if not (run_dir / "config.yaml").exists():
-        raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
-    cfg = load_config(run_dir / "config.yaml")
-    # The task files the run was trained on (its own copies), else those its config names (older runs).
-    kept = run_task_files(run_dir)
-    task_files = kept or suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
-    names = [t.stem for t in task_files]
-    changed = _changed_since(kept, cfg) if kept else []
+    plan = _plan(run_dir, checkpoint, tasks)
+    cfg, task_files, names, weights, stage, saved, chosen = (
+        plan.cfg, plan.task_files, plan.names, plan.weights, plan.stage, plan.saved, plan.chosen)
     checkpoint = str(checkpoint)
-    weights, stage = _weights_file(run_dir, checkpoint, names)
-    # The resume state, read once: the latest weights, the tasks begun, PackNet's per-task networks.
-    saved = load_checkpoint(weights) if checkpoint == "latest" else None
-    if saved is not None:
-        try:
-            curves = SuccessTensor.from_dict(saved["tensor"]).curves
-        except (KeyError, ValueError, TypeError) as e:
-            raise LiberoError(f"{weights}: its record of success cannot be read ({e})") from None
-        default = [j for j, curve in enumerate(curves) if curve] or list(range(len(names)))
-    else:
-        default = stage if stage is not None else list(range(len(names)))
-    chosen = _task_numbers(tasks, names, default)
+    changed = _changed_since(plan.kept, cfg) if plan.kept else []
     for value, what in ((rollouts, "rollouts"), (new_states, "new_states"), (max_steps, "max_steps")):
         if value is not None and int(value) < 1:
             raise LiberoError(f"{what} must be 1 or more, got {value}")
     if workers is not None and int(workers) < 0:
         raise LiberoError(f"workers must be 0 (one per CPU core) or more, got {workers}")
-    if not (run_dir / "init_states.npz").exists() and new_states is None:
-        raise LiberoError(f"{run_dir} has no init_states.npz; give new_states to sample initial states")
     n_rollouts = int(rollouts if rollouts is not None else (new_states or cfg.eval.rollouts))
     cap = int(max_steps if max_steps is not None else cfg.eval.max_steps)
+    if video_dir is not None and recorder is not None:
+        raise LiberoError("give video_dir or a recorder, not both")
+    old_videos = _old_videos(video_dir, [names[j] for j in chosen]) if video_dir is not None else []
+    if old_videos and not overwrite:
+        raise LiberoError(_videos_in_the_way(video_dir, old_videos))
+    states = _fixed_states(run_dir / "init_states.npz", names, chosen) if new_states is None else {}
 
     env_cfg = env_config(cfg)
     env_cfg.max_steps = cap
@@ -275,7 +400,23 @@ def evaluate_run(
         keys["deterministic_eval"] = actions == "mode"
     policy = make_policy(str(cfg.policy.name), keys, shape_meta)
     acting = "mode" if policy.cfg.deterministic_eval else "sampled"
-    load_policy_weights(policy, weights, saved)
+    ckpt = saved if saved is not None else load_checkpoint(weights)
+    trained = _recorded_config(ckpt)
+    learner_name = str(cfg.learner.name)
+    if trained.get("learner", {}).get("name") not in (None, learner_name):
+        raise LiberoError(
+            f"{run_dir / 'config.yaml'} names learner {learner_name}, but the run's saved policy {weights} was "
+            f"trained by learner {trained['learner']['name']}: the saved policy does not match its config's learner "
+            f"(was config.yaml edited after the run?); set learner.name back to {trained['learner']['name']}"
+        )
+    try:
+        load_policy_weights(policy, weights, ckpt, loading="checkpoint to evaluate")
+    except LiberoError as e:
+        changed_keys = _policy_changes(trained, cfg)
+        if not changed_keys:
+            raise
+        raise LiberoError(f"{e}; {run_dir / 'config.yaml'} now differs from the policy settings the checkpoint was "
+                          f"trained with: {changed_keys} (was config.yaml edited after the run?)") from None
     policy.to(_device("auto"))  # the GPU when there is one, whatever the run trained on
     train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
     learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
@@ -285,6 +426,8 @@ def evaluate_run(
             learner.load_averaged_weights(saved.get("learner") or {})
         except LiberoError as e:
             raise LiberoError(f"{weights}: {e}") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise _learner_mismatch(weights, run_dir, learner_name, e) from None
     if learner.per_task_networks and stage is not None and any(j not in stage for j in chosen):
         raise LiberoError(
             f"checkpoint {checkpoint}: {cfg.learner.name} makes each task a network of its own at the end of its "
@@ -296,16 +439,17 @@ def evaluate_run(
                 f"{run_dir} has no {STATE_FILE}, which holds what {cfg.learner.name} needs to make each task's "
                 f"network from the final weights"
             )
-        learner.load_eval_state((saved or load_checkpoint(run_dir / STATE_FILE))["learner"])
+        state_file = weights if saved is not None else run_dir / STATE_FILE
+        state = saved if saved is not None else load_checkpoint(state_file)
+        try:
+            learner.load_eval_state(state["learner"])
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise _learner_mismatch(state_file, run_dir, learner_name, e) from None
 
     envs: dict[int, LiberoEnv] = {}
-    if video_dir is not None and recorder is not None:
-        raise LiberoError("give video_dir or a recorder, not both")
     evaluator, videos = None, None
     try:
         if new_states is None:
-            with np.load(run_dir / "init_states.npz") as f:
-                states = {j: f[names[j]] for j in chosen}
             where = f"the run's {len(next(iter(states.values())))} fixed initial states"
         else:
             seed = int(init_seed) if init_seed is not None else int(cfg.eval.init_seed) + NEW_STATES_SEED_OFFSET
@@ -318,6 +462,8 @@ def evaluate_run(
         if video_dir is not None:
             from libero_ll.evaluation.video import RolloutVideos
 
+            for path in old_videos:  # only with overwrite: an earlier evaluation's videos of these tasks
+                path.unlink(missing_ok=True)
             recorder = videos = RolloutVideos(video_dir, names, policy.image_keys)
         if n_workers > 1:
             from libero_ll.evaluation.vector_eval import ParallelEvaluator

@@ -162,13 +162,15 @@ def test_csv_numbers_equal_the_metric_functions(smoke_report, smoke_runs):
             assert num(row["mean"]) == pytest.approx(mean(values), nan_ok=True), row["metric"]
 
 
-def test_missing_success_json_is_a_clean_error(smoke_runs, tmp_path, capsys):
+def test_a_folder_that_is_no_run_is_a_clean_error(smoke_runs, tmp_path, capsys):
+    """A folder without config.yaml is no run (one with it but without success.json is a run killed before its
+    first evaluation, left out and named: test_report_inputs.py)."""
     broken = tmp_path / "broken_run"
     broken.mkdir()
-    (broken / "config.yaml").write_text("seed: 1\n")
+    (broken / "log.txt").write_text("x\n")
     assert main(["report", str(smoke_runs[("er", 1)]), str(broken), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "error:" in err and str(broken) in err and "success.json" in err
+    assert "error:" in err and str(broken) in err and "config.yaml" in err
     assert not (tmp_path / "out").exists()
 
 

@@ -344,3 +344,105 @@ def test_wilson_interval():
     assert low == pytest.approx(0.490, abs=1e-3) and high == pytest.approx(0.943, abs=1e-3)
     low, high = wilson_interval(10, 10)
     assert high == 1.0 and low == pytest.approx(0.722, abs=1e-3)
+
+
+def _err_of(capsys, *args: str) -> str:
+    """`libero-ll evaluate ARGS`'s error line: it must fail with exit 2, without a traceback."""
+    assert main(["evaluate", *args]) == 2, args
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err, err
+    return err
+
+
+@pytest.fixture
+def run_copy(run_dir, tmp_path) -> Path:
+    """A copy of the module's run, to damage or edit."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run, ignore=shutil.ignore_patterns("evaluations"))
+    return run
+
+
+def test_a_damaged_checkpoint_is_named_without_torchs_advice(run_copy, capsys):
+    from libero_ll.experiments.checkpoint import load_checkpoint
+
+    run = run_copy
+    # The file and what it is, not torch's advice to load it with weights_only=False (unsafe, and no help).
+    (run / "final_policy.pt").write_bytes(bytes(range(256)) * 8)
+    err = _err_of(capsys, str(run), "--workers", "1")
+    assert f"{run / 'final_policy.pt'}: not a readable checkpoint (damaged or not written by libero_ll; " in err
+    assert "weights_only" not in err and len(err.strip().splitlines()) == 1, err
+    (run / "resume.pt").write_text("hello\n")  # what `train --resume` and --checkpoint latest read
+    err = _err_of(capsys, str(run), "--checkpoint", "latest", "--workers", "1")
+    assert f"{run / 'resume.pt'}: not a readable checkpoint (damaged or not written by libero_ll; " in err
+    with pytest.raises(LiberoError, match="not a readable checkpoint") as caught:
+        load_checkpoint(run / "resume.pt")
+    assert "weights_only" not in str(caught.value)
+
+
+def test_an_edited_policy_names_the_checkpoint_to_evaluate_not_init_from(run_copy, capsys):
+    config = run_copy / "config.yaml"
+    config.write_text(config.read_text().replace("embed_size: 16", "embed_size: 32"))
+    err = _err_of(capsys, str(run_copy), "--workers", "1")
+    assert f"checkpoint to evaluate {run_copy / 'final_policy.pt'}: the policy architecture does not match" in err
+    assert "init_from" not in err and "policy.cfg.embed_size 32 (trained: 16)" in err
+
+
+def test_a_learner_edited_after_the_run_is_named(run_copy, capsys):
+    config = run_copy / "config.yaml"
+    config.write_text(config.read_text().replace("  name: er\n", "  name: packnet\n"))
+    # The final and a stage's checkpoint record the learner; the resume state (latest) is PackNet's or not.
+    for checkpoint in ("final", "1", "latest"):
+        err = _err_of(capsys, str(run_copy), "--checkpoint", checkpoint, "--workers", "1")
+        assert "does not match its config's learner" in err and "packnet" in err, (checkpoint, err)
+
+
+def test_damaged_initial_states_are_named(run_copy, capsys):
+    (run_copy / "init_states.npz").write_bytes(b"\x80\x04" + bytes(100))
+    err = _err_of(capsys, str(run_copy), "--workers", "1")
+    assert f"{run_copy / 'init_states.npz'}: damaged" in err
+
+
+def test_an_existing_out_file_is_kept_unless_overwrite(run_dir, tmp_path, capsys):
+    out = tmp_path / "notes.json"
+    out.write_text("my notes\n")
+    args = [str(run_dir), "--tasks", "1", "--rollouts", "1", "--max-steps", "2", "--workers", "1", "--out", str(out)]
+    err = _err_of(capsys, *args)
+    assert f"--out {out} already exists" in err and "--overwrite" in err
+    assert out.read_text() == "my notes\n"
+    assert main(["evaluate", *args, "--overwrite"]) == 0
+    assert json.loads(out.read_text())["tasks"][0]["number"] == 1
+
+
+def test_video_folder_keeps_earlier_rollouts_unless_overwrite(run_dir, tmp_path, capsys):
+    video = tmp_path / "video"
+    args = [str(run_dir), "--tasks", "1", "--rollouts", "1", "--max-steps", "2", "--workers", "1", "--video", str(video)]
+    assert main(["evaluate", *args]) == 0
+    capsys.readouterr()
+    task = video / "put_the_alphabet_soup_in_the_basket"
+    first = sorted(p.name for p in task.iterdir())
+    assert len(first) == 1 and first[0].startswith("rollout000_")
+    # Videos of the same task are refused: an earlier rollout000_failure could end up beside a new _success.
+    (task / "rollout005_success.mp4").write_bytes(b"an earlier, longer evaluation")
+    err = _err_of(capsys, *args)
+    assert f"video folder {video} already holds 2 rollout videos of put_the_alphabet_soup_in_the_basket" in err
+    assert sorted(p.name for p in task.iterdir()) == sorted(first + ["rollout005_success.mp4"])
+    # Another task's videos go beside them.
+    assert main(["evaluate", *args[:2], "2", *args[3:]]) == 0
+    assert len(list((video / "put_the_black_bowl_on_the_plate").glob("rollout000_*.mp4"))) == 1
+    # --overwrite: the task's earlier videos are removed first, the other task's kept, and other files.
+    (task / "my_edit.mp4").write_bytes(b"not a rollout")
+    assert main(["evaluate", *args, "--overwrite"]) == 0
+    assert sorted(p.name for p in task.iterdir()) == sorted(first + ["my_edit.mp4"])
+    assert len(list((video / "put_the_black_bowl_on_the_plate").glob("rollout000_*.mp4"))) == 1
+    # Several runs: every run's video folder is checked before the first rollout.
+    other = tmp_path / "other"
+    shutil.copytree(run_dir, other, ignore=shutil.ignore_patterns("evaluations"))
+    both = tmp_path / "both"
+    (both / other.name / "put_the_alphabet_soup_in_the_basket").mkdir(parents=True)
+    (both / other.name / "put_the_alphabet_soup_in_the_basket" / "rollout000_failure.mp4").write_bytes(b"old")
+    before = sorted((run_dir / "evaluations").glob("*.json")) if (run_dir / "evaluations").exists() else []
+    err = _err_of(capsys, str(run_dir), str(other), "--tasks", "1", "--rollouts", "1", "--workers", "1",
+                  "--video", str(both))
+    assert "already holds 1 rollout video of put_the_alphabet_soup_in_the_basket" in err
+    assert not (both / run_dir.name).exists()
+    assert sorted((run_dir / "evaluations").glob("*.json")) == before

@@ -35,6 +35,7 @@ def generate_report(
     command: str | None = None,
     unfinished: bool = False,
     log: Callable[[str], None] | None = None,
+    reported: list | None = None,
 ) -> Path:
     """Write the report of some runs into ``out_dir``.
 
@@ -53,15 +54,19 @@ def generate_report(
         command: the command line that made the report, shown in it.
         unfinished: report runs that have not ended (killed, or paused with `train --stages`) as they stand,
             marked as such; by default they are left out, and the report names them.
-        log: receives a line for each run left out.
+        log: receives a line for each run left out, and a "warning: ..." line for each doubt about the
+            grouping (runs of one method with the same seed and task order, of which only the latest started
+            is reported; runs on other tasks than the rest of their method; configs that differ).
+        reported: when given, the paths of the runs reported are appended to it.
     Returns:
         ``out_dir`` as a Path.
     Raises:
-        LiberoError: no run given, a run directory that is missing or incomplete, every run unfinished
-            (without ``unfinished``), or an ``out_dir`` that exists and is not a report.
+        LiberoError: no run given, a folder that is missing or not a run directory, every run unfinished
+            (without ``unfinished``; a run with no evaluation saved yet is left out either way), or an
+            ``out_dir`` that exists and is not a report.
     """
     from libero_ll.evaluation.report.tables import MeasuredRun
-    from libero_ll.evaluation.runs import group_runs, load_run, measure_run, unfinished_note
+    from libero_ll.evaluation.runs import NotEvaluatedYet, group_runs, load_run, measure_run, unfinished_note
 
     out_dir = Path(out_dir)
     if not run_dirs:
@@ -73,17 +78,46 @@ def generate_report(
     ):
         raise LiberoError(f"{out_dir} exists and is not a report folder; choose another output folder")
     paths = list(dict.fromkeys(Path(p).resolve() for p in run_dirs))
-    runs = [load_run(p) for p in paths]
+    runs, not_evaluated = [], []
+    for p in paths:
+        try:
+            runs.append(load_run(p))
+        except NotEvaluatedYet:
+            # Killed (or still running) before its first evaluation: nothing to report, even as it stands.
+            not_evaluated.append(p)
     # A run that has not ended would enter the tables with its later tasks unlearnt.
     left_out = [] if unfinished else [r for r in runs if r.unfinished]
-    if left_out and len(left_out) == len(runs):
-        listed = "; ".join(f"{r.path} ({unfinished_note(r)})" for r in left_out)
-        raise LiberoError(f"report: every run given is unfinished: {listed}; continue them with "
-                          "`libero-ll train --resume RUN_DIR`, or report them as they stand with --unfinished")
+    if len(left_out) + len(not_evaluated) == len(paths):
+        listed = "; ".join([f"{r.path} ({unfinished_note(r)})" for r in left_out]
+                           + [f"{p} (no evaluation saved yet)" for p in not_evaluated])
+        raise LiberoError(
+            f"report: every run given is unfinished: {listed}; continue them with `libero-ll train --resume "
+            "RUN_DIR`" + (", or report them as they stand with --unfinished" if left_out else "")
+        )
     for r in left_out:
-        if log is not None:
-            log(f"left out {r.path}: unfinished, {unfinished_note(r)} (--unfinished reports it as it stands)")
+        _say(log, f"left out {r.path}: unfinished, {unfinished_note(r)} (--unfinished reports it as it stands)")
+    for p in not_evaluated:
+        _say(log, f"left out {p}: unfinished, no evaluation saved yet (no success.json): nothing to report")
     runs = [r for r in runs if not r.unfinished] if left_out else runs
+    notes = []
+    as_they_stand = [r for r in runs if r.unfinished]
+    for listed, what in (
+        (as_they_stand, "Unfinished runs, reported as they stand (their later tasks not learnt)"),
+        (left_out, "Left out, unfinished (--unfinished reports them as they stand)"),
+    ):
+        if listed:
+            notes.append(f"{what}: " + "; ".join(f"{r.path} ({unfinished_note(r)})" for r in listed) + ".")
+    if not_evaluated:
+        notes.append("Left out, unfinished with no evaluation saved yet (no success.json: killed, or still running, "
+                     "before their first evaluation): " + "; ".join(map(str, not_evaluated)) + ".")
+    kept, warnings = _check_groups(group_runs(runs))
+    kept_paths = {r.path for r in kept}
+    runs = [r for r in runs if r.path in kept_paths]  # in the order given
+    for line in warnings:
+        _say(log, f"warning: {line}")
+    notes += [f"Warning: {line}" for line in warnings]
+    if reported is not None:
+        reported.extend(r.path for r in runs)
     ref = load_run(reference) if reference else None
     singles = [load_run(p) for p in single_task]
     measured = [MeasuredRun(r, measure_run(r, ref, singles, epsilon)) for r in runs]
@@ -93,7 +127,7 @@ def generate_report(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
     try:
-        _write(tmp, groups, measured, ref, singles, confidence, alpha, seed, command, left_out)
+        _write(tmp, groups, measured, ref, singles, confidence, alpha, seed, command, notes)
         (tmp / MARKER).write_text("libero_ll report\n", encoding="utf-8")
         _replace_dir(tmp, out_dir)
     except BaseException:
@@ -119,12 +153,66 @@ def _replace_dir(new: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _say(log: Callable[[str], None] | None, line: str) -> None:
+    if log is not None:
+        log(line)
+
+
+def _check_groups(groups: dict) -> tuple[list, list[str]]:
+    """The runs to report, and a warning line for each doubt about how they were grouped (suite, learner,
+    policy, variant): runs of one method with the same seed and task order (only the latest started of them
+    is kept: they are not independent seeds), runs whose tasks differ from the rest of their method's or
+    name a task twice, and settings that differ between runs of one method."""
+    from libero_ll.evaluation.report.tables import method_labels
+    from libero_ll.evaluation.runs import config_differences, main_task_set, same_seed_runs, task_set
+
+    labels = method_labels(list(groups))
+    kept, warnings = [], []
+    for key, group in groups.items():
+        name = f"{labels[key]} (suite {key[0]}, learner {key[1]}, policy {key[2]}" + (
+            f", variant {key[3]})" if key[3] else ")")
+        dropped = set()
+        for same in same_seed_runs(group):
+            latest, earlier = same[-1], same[:-1]
+            dropped.update(r.path for r in earlier)
+            differ = config_differences(same)
+            how = ("; their configs differ in " + "; ".join(
+                f"{k}: " + ", ".join(f"{v} ({r.path.name})" for v, r in zip(values, same))
+                for k, values in differ.items()) if differ else "")
+            warnings.append(
+                f"{name}: runs {', '.join(str(r.path) for r in same)} have the same seed {latest.seed} and task "
+                f"order, so they are not independent seeds; only the latest started, {latest.path}, is reported, "
+                f"{', '.join(str(r.path) for r in earlier)} left out (give the one you mean){how}"
+            )
+        group = [r for r in group if r.path not in dropped]
+        kept += group
+        main = main_task_set(group)
+        for r in group:
+            twice = sorted({n for n in r.task_order if r.task_order.count(n) > 1})
+            if twice:
+                warnings.append(f"{name}: {r.path} names {', '.join(twice)} more than once in its tasks "
+                                f"({', '.join(r.task_order)})")
+            if task_set(r) != main:
+                warnings.append(
+                    f"{name}: {r.path} learnt other tasks ({', '.join(r.task_order)}) than the method's other "
+                    f"runs ({', '.join(main)}): its metrics are averaged with theirs, over other tasks; it is not "
+                    "in the task-order comparison"
+                )
+        differ = config_differences(group)
+        if differ:
+            warnings.append(f"{name}: the runs' configs differ besides seed and task order, yet are reported as "
+                            "one method: " + "; ".join(
+                                f"{k}: " + ", ".join(f"{v} ({r.path.name})" for v, r in zip(values, group))
+                                for k, values in differ.items()))
+    return kept, warnings
+
+
 def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, alpha, seed, command,
-           left_out: list) -> None:
+           notes: list[str]) -> None:
     """Write every file of the report (pages, CSV tables, plots/) into the folder ``tmp``."""
     from libero_ll.evaluation import cl_metrics as cl
     from libero_ll.evaluation.report import plots, render, tables
-    from libero_ll.evaluation.runs import unfinished_note
+    from libero_ll.evaluation.runs import main_task_set, task_set
 
     plots_dir = tmp / "plots"
     plots_dir.mkdir()
@@ -154,13 +242,9 @@ def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, al
     md = ["# Lifelong-learning report", "", f"{len(measured)} runs, {len(groups)} methods.", ""]
     if command:
         md += [f"Command: `{command}`", ""]
-    as_they_stand = [m.run for m in measured if m.run.unfinished]
-    for runs, what in ((as_they_stand, "Unfinished runs, reported as they stand (their later tasks not learnt)"),
-                       (left_out, "Left out, unfinished (--unfinished reports them as they stand)")):
-        if runs:
-            note = f"{what}: " + "; ".join(f"{r.path} ({unfinished_note(r)})" for r in runs) + "."
-            html_body.append(f'<p class="note">{html.escape(note)}</p>')
-            md += [note, ""]
+    for note in notes:
+        html_body.append(f'<p class="note">{html.escape(note)}</p>')
+        md += [note, ""]
 
     html_body += ["<h2>Results</h2>", render.table_html(main)]
     md += ["## Results", "", render.table_markdown(main)]
@@ -209,7 +293,9 @@ def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, al
 
     order_records = []
     for key, runs in groups.items():
-        by_order = tables.order_groups(runs)
+        # Orders of the same tasks only: a run that learnt other tasks is no other order.
+        main = main_task_set([m.run for m in runs])
+        by_order = tables.order_groups([m for m in runs if task_set(m.run) == main])
         if len(by_order) < 2:
             continue
         if len(order_records) == 0:
