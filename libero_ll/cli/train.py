@@ -2,9 +2,47 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sys
 from pathlib import Path
 
 from libero_ll.errors import LiberoError
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (from `kill`, `timeout` or a batch scheduler), taken as Ctrl-C is: the run stops where it is, its
+    state saved at its last completed epoch, and its log says why it stopped."""
+
+
+# The exit status of a process ended by SIGTERM, as a shell reports it (128 + 15).
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Raise Terminated in this process's main thread on SIGTERM while the block runs. Only this process: the
+    evaluation and collection workers are spawned (their own interpreters, with their own handling); a process
+    forked from this one that receives SIGTERM ends as it would without the handler."""
+    owner = os.getpid()
+
+    def handler(signum, frame):
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Terminated("SIGTERM (a termination signal: kill, timeout or a batch scheduler)")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_train(args) -> int:
@@ -12,19 +50,29 @@ def cmd_train(args) -> int:
     from libero_ll.experiments.config import load_config
     from libero_ll.experiments.lifelong import run_lifelong
 
-    if args.resume:
-        if args.config or args.overrides:
-            raise LiberoError("--resume continues a run with its own config.yaml; give no config or overrides")
-        run_dir = Path(args.resume)
-        if not (run_dir / "config.yaml").exists():
-            raise LiberoError(f"--resume {run_dir}: not a run directory (no config.yaml)")
-        cfg = load_config(run_dir / "config.yaml")
-        run_dir = run_lifelong(cfg, resume=run_dir, max_stages=args.stages)
-    else:
-        if not args.config:
-            raise LiberoError("give a config file (e.g. configs/smoke.yaml) or --resume RUN_DIR")
-        cfg = load_config(args.config, args.overrides)
-        run_dir = run_lifelong(cfg, max_stages=args.stages)
+    try:
+        with sigterm_as_interrupt():
+            if args.resume:
+                if args.config or args.overrides:
+                    raise LiberoError("--resume continues a run with its own config.yaml; give no config or overrides")
+                run_dir = Path(args.resume)
+                if not run_dir.is_dir():
+                    what = "is a file, not a run directory" if run_dir.exists() else "no such folder"
+                    raise LiberoError(f"--resume {run_dir}: {what}")
+                if not (run_dir / "config.yaml").exists():
+                    raise LiberoError(f"--resume {run_dir}: not a run directory (no config.yaml)")
+                cfg = load_config(run_dir / "config.yaml")
+                run_dir = run_lifelong(cfg, resume=run_dir, max_stages=args.stages, lock=True)
+            else:
+                if not args.config:
+                    raise LiberoError("give a config file (e.g. configs/smoke.yaml) or --resume RUN_DIR")
+                cfg = load_config(args.config, args.overrides)
+                run_dir = run_lifelong(cfg, max_stages=args.stages, lock=True)
+    except Terminated:
+        where = args.resume or "RUN_DIR (the run directory printed above)"
+        print(f"terminated: the run is saved at its last completed epoch; continue it with libero-ll train "
+              f"--resume {where}", file=sys.stderr)
+        return EXIT_TERMINATED
     print_metrics(run_dir, as_json=False)
     return 0
 

@@ -3,6 +3,7 @@ tensor; every epoch's state is saved so that a killed run can be resumed."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -99,7 +100,7 @@ class _Position:
 
 def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | None = None,
                  envs: list | None = None, timings: dict | None = None, run_dir: str | Path | None = None,
-                 max_stages: int | None = None) -> Path:
+                 max_stages: int | None = None, lock: bool = False) -> Path:
     """Run one lifelong experiment end to end (or continue one) and return its run directory.
 
     Steps: embed instructions, build the policy (optionally from `init_from`), collect missing demos with the
@@ -130,7 +131,29 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         max_stages: end this call once this many stages have ended in it (a stage resumed in the middle
             counts as one), with the state between stages saved, so that a later `resume` goes on from the
             next stage: a run spread over sessions of limited time. None trains to the end.
+        lock: hold the run directory's lock (RUN_DIR/.run.lock, the one a sweep's runs hold) for the whole
+            call, from before anything is read of a run to continue (a new run: from before its config.yaml
+            is written), failing at once when another process holds it: what `libero-ll train` does. The
+            operating system releases it when the process dies, however it dies. A caller that holds the
+            lock itself (a sweep's run) leaves this False.
+
+    Raises:
+        LiberoError: a setting is wrong, the run directory is in use (`lock`), a run to continue cannot be
+            continued (its saved state is missing or damaged, or its config.yaml no longer matches what the
+            run was started with), the demos do not fit the config.
     """
+    with contextlib.ExitStack() as held:
+        if lock:
+            def hold(folder: Path) -> None:
+                held.enter_context(hold_run_dir(folder))
+        else:
+            def hold(folder: Path) -> None:
+                pass
+        return _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold)
+
+
+def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) -> Path:
+    """`run_lifelong`; `hold(folder)` takes the run directory's lock (or does nothing) until the call ends."""
     from omegaconf import OmegaConf
 
     from libero_ll.envs.env import LiberoEnv
@@ -141,16 +164,34 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     from libero_ll.policies.language import encode_instructions
 
     t_call = time.time()
-    # A run being continued uses the task files it began with, wherever it is continued from.
-    kept = run_task_files(resume) if resume is not None else None
     if max_stages is not None and int(max_stages) < 1:
         raise LiberoError(f"the number of stages to train in one call must be at least 1, got {max_stages}")
-    check_components(cfg, check_init=resume is None, check_suite=kept is None)
+    saved = None
+    if resume is not None:
+        resume = Path(resume)
+        if not (resume / "config.yaml").exists():
+            raise LiberoError(f"{resume}: not a run directory (no config.yaml)")
+        hold(resume)  # before anything of the run is read: another process may be writing it
+        saved = _load_state(resume)
+    # A run being continued uses the task files it began with, wherever it is continued from.
+    kept = run_task_files(resume) if resume is not None else None
+    if resume is not None:
+        _check_config_as_started(cfg, saved, resume, kept)
+    check_components(cfg, check_init=resume is None, check_suite=kept is None, check_name=resume is None)
     torch.set_num_threads(int(cfg.num_threads))
     seed_everything(int(cfg.seed))
-    device = _device(cfg.device)
+    try:
+        device = _device(cfg.device)
+    except LiberoError as e:
+        if resume is None:
+            raise
+        raise LiberoError(f"{e} (device is set in {resume / 'config.yaml'}; a resume may change it)") from None
     tasks = kept or suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     names = [t.stem for t in tasks]
+    if resume is None:
+        # Demo files already there that hold too few demos, before any work (those collected later are
+        # checked once collected).
+        check_demo_counts(cfg, tasks, existing_only=True)
 
     env_cfg = env_config(cfg)
     own_envs = envs is None
@@ -172,13 +213,14 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             "task_emb_dim": int(embs.shape[1]),
         }
         policy = make_policy(str(cfg.policy.name), policy_cfg, shape_meta).to(device)
-        saved = _load_state(Path(resume)) if resume is not None else None
+        if saved is not None:
+            _check_saved_weights(policy, saved, resume)
         source = None
         if cfg.init_from and saved is None:
             source = _init_from_as_started(cfg, resume)
             load_policy_weights(policy, source)
             log(f"policy initialised from {source}")
-        run_dir = _open_run_dir(cfg, resume, log, run_dir)
+        run_dir = _open_run_dir(cfg, resume, log, run_dir, hold)
         run_log.open(run_dir)
         keep_task_files(run_dir, tasks)
         # The sessions before this one; this one's entry names the pretrained file it loaded.
@@ -188,7 +230,10 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
 
         # 2. demonstrations
         t_demos = time.time()
-        task_data = _load_demos(cfg, tasks, embs, policy, env_cfg, log)
+        # A run from before runs kept their config in their state (and so before demo counts were checked)
+        # may have trained on fewer demos than it says: it goes on with them, with a note.
+        task_data = _load_demos(cfg, tasks, embs, policy, env_cfg, log, resumed=resume is not None,
+                                few_demos_note=saved is not None and "config" not in saved)
         demo_seconds = time.time() - t_demos
         if not cfg.init_from:
             # Low-dim inputs are standardised with the first task's statistics only: later tasks are unseen.
@@ -261,7 +306,10 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         pos, global_epoch, resources = _Position(), 0, []
         best, best_index, best_state = -1.0, 0, None
         if saved is not None:
-            policy.load_state_dict(saved["policy"])
+            try:
+                policy.load_state_dict(saved["policy"])
+            except RuntimeError as e:
+                raise LiberoError(_weights_mismatch(run_dir, _first_line(e))) from None
             learner.load_state_dict(saved["learner"], task_data)
             tensor = SuccessTensor.from_dict(saved["tensor"])
             pos = _Position(**saved["position"])
@@ -301,6 +349,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
                 "best_state": None if phase == "start" else best_state,
                 "resources": resources,
                 "rng": rng_states(),
+                # What the run is doing, for a resume to check its config.yaml against (_check_config_as_started).
+                "config": OmegaConf.to_container(cfg, resolve=True),
             }
             atomic_torch_save(state, run_dir / STATE_FILE)
             write_json(run_dir / PROGRESS_FILE, {"stage": stage, "phase": phase, "epoch": epoch,
@@ -580,7 +630,9 @@ def env_config(cfg):
     )
 
 
-def _open_run_dir(cfg, resume, log, run_dir=None) -> Path:
+def _open_run_dir(cfg, resume, log, run_dir=None, hold=lambda folder: None) -> Path:
+    """The run directory: `resume`'s, or a new one (`run_dir`, or a fresh folder under output_dir) with the
+    config written to it, its lock taken with `hold` before that."""
     from omegaconf import OmegaConf
 
     if resume is not None:
@@ -590,6 +642,8 @@ def _open_run_dir(cfg, resume, log, run_dir=None) -> Path:
         return run_dir
     if run_dir is not None:
         run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        hold(run_dir)
         if (run_dir / "config.yaml").exists():
             raise LiberoError(f"{run_dir} already holds a run; continue it with resume instead")
         (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
@@ -602,6 +656,8 @@ def _open_run_dir(cfg, resume, log, run_dir=None) -> Path:
             n += 1
             run_dir = Path(cfg.output_dir) / f"{base}-{n}"
         (run_dir / "checkpoints").mkdir(parents=True)
+        # Before its config.yaml is there, nothing can resume the run: held from here, it is never shared.
+        hold(run_dir)
     tmp = run_dir / ".config.yaml.tmp"
     OmegaConf.save(cfg, tmp)
     os.replace(tmp, run_dir / "config.yaml")
@@ -636,13 +692,209 @@ def _data_dir_as_started(cfg, sessions: list[dict], log) -> None:
 
 
 def _load_state(run_dir: Path) -> dict | None:
+    """The saved state of a run to continue; None for a run killed before its first save (it starts over in
+    the same directory).
+
+    Raises:
+        LiberoError: the state is missing from a run that had got further (its progress.json, a stage's
+            checkpoint or its final policy show it): starting over would overwrite its results.
+    """
     path = run_dir / STATE_FILE
     if not path.exists():
-        return None  # killed before its first epoch: start over in the same directory
+        shown = _progress_shown(run_dir)
+        if not shown:
+            return None  # killed before its first save: start over in the same directory
+        if (run_dir / FINAL_POLICY).exists():
+            raise LiberoError(
+                f"{path} is missing from a run that has finished ({'; '.join(shown)}): there is nothing to "
+                f"continue, and its results stand as they are (libero-ll metrics {run_dir})"
+            )
+        raise LiberoError(
+            f"{path} is missing, but the run had got past its first save ({'; '.join(shown)}): it cannot be "
+            f"continued without it, and starting it over here would overwrite its results; put {STATE_FILE} "
+            f"back if there is a copy (where the run was moved from, say), or start a new run with libero-ll "
+            f"train {run_dir / 'config.yaml'}"
+        )
     state = load_checkpoint(path)
     if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
         raise LiberoError(f"{path}: not a resume state of this version of libero_ll")
     return state
+
+
+def _progress_shown(run_dir: Path) -> list[str]:
+    """What in a run directory shows that the run got past its first save (each as a short phrase); [] for a
+    run killed before it (a run directory where the run can start over)."""
+    shown = []
+    progress = run_dir / PROGRESS_FILE
+    if progress.exists():
+        try:
+            p = json.loads(progress.read_text())
+            at = (int(p["stage"]), str(p["phase"]), int(p["epoch"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            shown.append(f"{PROGRESS_FILE} is there")
+        else:
+            stages = p.get("stages", "?")
+            if isinstance(stages, int) and at[0] >= stages:
+                shown.append(f"{PROGRESS_FILE} says all {stages} stages had ended")
+            elif at[1] == "start" and at[0] > 0:
+                shown.append(f"{PROGRESS_FILE} says {at[0]} of {stages} stages had ended")
+            elif at != (0, "start", 0):
+                shown.append(f"{PROGRESS_FILE} says stage {at[0] + 1}/{stages}, {at[1]} epoch {at[2]}")
+    checkpoints = sorted((run_dir / "checkpoints").glob("*.pt")) if (run_dir / "checkpoints").is_dir() else []
+    if checkpoints:
+        shown.append(", ".join(f"checkpoints/{c.name}" for c in checkpoints[:3])
+                     + (f" and {len(checkpoints) - 3} more" if len(checkpoints) > 3 else ""))
+    if (run_dir / FINAL_POLICY).exists():
+        shown.append(f"{FINAL_POLICY} is there")
+    return shown
+
+
+# Keys of a run's config.yaml that may differ, on resume, from what the run was started with: where and how fast
+# the run goes on, never what it learns, so that a run killed or paused (train --stages) can be continued on
+# another machine (README: "a run spread over sessions of limited time or over machines"):
+#   device                another machine's GPU, or none
+#   num_threads           its cores
+#   output_dir            not read by a resume (the run directory is named)
+#   data.dir              the same demos at another path (a relative one is also read from where the run began)
+#   data.collect_workers  the demo files do not depend on it
+#   eval.workers, eval.envs_per_worker
+#                         how rollouts are spread over processes: the results do not depend on it (on a GPU, in
+#                         lock-step, up to the rounding of batches of another size)
+#   eval.overlap          evaluating in a process of its own: the same scores and kept weights
+#   train.data_on_device  where the training windows are held: the same batches
+#   train.compile         a compiled copy of the same loss, for the machine's device
+# Every other difference (the learner, the policy, epochs, tasks, seeds, data.demos_per_task, ...) is an error.
+RESUME_MAY_CHANGE = (
+    "device", "num_threads", "output_dir", "data.dir", "data.collect_workers", "eval.workers",
+    "eval.envs_per_worker", "eval.overlap", "train.data_on_device", "train.compile",
+)
+_ABSENT = "<absent>"
+
+
+def _check_config_as_started(cfg, saved: dict | None, run_dir: Path, kept: list[Path] | None) -> None:
+    """Check a resumed run's config (its config.yaml) against what the run was doing when it saved its state
+    (kept in resume.pt since runs keep it) and its tasks against the run's own task list (tasks/order.txt).
+
+    Raises:
+        LiberoError: naming the first key that differs, with both values, unless it is one of
+            RESUME_MAY_CHANGE.
+    """
+    from omegaconf import OmegaConf
+
+    where = run_dir / "config.yaml"
+    restore = "restore it to continue the run, or start a new run with the new settings"
+    if kept is not None and cfg.tasks:
+        order = [t.stem for t in kept]
+        if list(cfg.tasks) != order:
+            raise LiberoError(
+                f"{where}: tasks is {list(cfg.tasks)}, but the run learns {order} (its "
+                f"{kept[0].parent.name}/order.txt): a run goes on with the tasks it began with; {restore}"
+            )
+    started = saved.get("config") if saved is not None else None
+    if started is None:
+        return  # saved before runs kept their config: continued as it is
+    change = _first_change(started, OmegaConf.to_container(cfg, resolve=True))
+    if change is not None:
+        key, was, now = change
+        was = "absent" if was is _ABSENT else repr(was)
+        now = "absent" if now is _ABSENT else repr(now)
+        raise LiberoError(
+            f"{where} no longer matches the config the run was started with: {key} was {was}, it is {now} now; "
+            f"a run goes on with the settings it began with (on resume only {', '.join(RESUME_MAY_CHANGE)} may "
+            f"change): {restore}"
+        )
+
+
+def _first_change(was, now, prefix: str = ""):
+    """(dotted key, value then, value now) of the first difference between two plain configs outside
+    RESUME_MAY_CHANGE, or None."""
+    if prefix.rstrip(".") in RESUME_MAY_CHANGE:
+        return None
+    if isinstance(was, dict) and isinstance(now, dict):
+        for k in list(was) + [k for k in now if k not in was]:
+            found = _first_change(was.get(k, _ABSENT), now.get(k, _ABSENT), f"{prefix}{k}.")
+            if found is not None:
+                return found
+        return None
+    if was is _ABSENT or now is _ABSENT or was != now:
+        return prefix.rstrip("."), was, now
+    return None
+
+
+def _check_saved_weights(policy, saved: dict, run_dir: Path) -> None:
+    """Check that the saved policy weights fit the policy the run's config builds, naming the first that does
+    not (before any long work)."""
+    have, stored = policy.state_dict(), saved["policy"]
+    for key in list(stored) + [k for k in have if k not in stored]:
+        if key not in have:
+            problem = f"{key} is in {STATE_FILE} but not in the policy the config builds"
+        elif key not in stored:
+            problem = f"{key} of the policy the config builds is not in {STATE_FILE}"
+        elif tuple(stored[key].shape) != tuple(have[key].shape):
+            problem = (f"{key} is {tuple(stored[key].shape)} in {STATE_FILE} but {tuple(have[key].shape)} in the "
+                       f"policy the config builds")
+        else:
+            continue
+        raise LiberoError(_weights_mismatch(run_dir, problem))
+
+
+def _weights_mismatch(run_dir: Path, problem: str) -> str:
+    return (f"{run_dir / 'config.yaml'} no longer matches the run's saved weights ({problem}): its policy "
+            f"settings (policy.name, policy.cfg, policy.by_name, language_encoder) were changed since the run "
+            f"was saved; restore them to continue the run")
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+@contextlib.contextmanager
+def hold_run_dir(run_dir: str | Path):
+    """Hold a run directory's lock (RUN_DIR/.run.lock, the file a sweep's runs lock) while a run trains in it:
+    an exclusive flock, which the operating system releases when the process ends, however it ends (kill -9
+    included), with this process's id written in the file for the message of another that finds it held.
+
+    Raises:
+        LiberoError: another process holds it (naming it when its id is known).
+    """
+    from libero_ll.experiments.sweep import RUN_LOCK_FILE, _lock
+
+    path = Path(run_dir) / RUN_LOCK_FILE
+    holder = _lock_holder(path)
+    busy = (f"{run_dir} is in use by another process{f' (pid {holder})' if holder else ''}: a run trains in one "
+            f"process at a time; wait for that one to end (or stop it), then resume with libero-ll train "
+            f"--resume {run_dir}")
+    with _lock(path, 0.0, busy):
+        try:
+            with open(path, "r+") as f:
+                f.truncate(0)
+                f.write(f"{os.getpid()}\n")
+        except OSError:
+            pass  # the id is only for messages
+        try:
+            yield
+        finally:
+            try:
+                with open(path, "r+") as f:
+                    f.truncate(0)
+            except OSError:
+                pass
+
+
+def _lock_holder(path: Path) -> int | None:
+    """The id of the live process that wrote itself into a run's lock file; None when unknown or gone (a
+    sweep's runs do not write it)."""
+    try:
+        pid = int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        pass  # alive, another user's
+    return pid
 
 
 def collect_missing_demos(cfg, tasks: list[Path], env_cfg, log: Callable[[str], None] = print) -> None:
@@ -671,7 +923,8 @@ def collect_missing_demos(cfg, tasks: list[Path], env_cfg, log: Callable[[str], 
         log(f"collected the demos of {len(missing)} tasks in {time.time() - t0:.0f}s")
 
 
-def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
+def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: bool = False,
+                few_demos_note: bool = False) -> list:
     from libero_ll.data.dataset import load_task_data
 
     collect_missing_demos(cfg, tasks, env_cfg, log)
@@ -679,6 +932,7 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log) -> list:
     for note in stale_demo_notes(data_dir, tasks):
         log(note)
     check_demo_images(cfg, tasks)
+    check_demo_counts(cfg, tasks, resumed=resumed, note=log if few_demos_note else None)
     obs_keys = policy.image_keys + policy.lowdim_keys
     data = [
         load_task_data(task_demo_file(data_dir, t.stem), k, embs[k], obs_keys, int(cfg.data.demos_per_task))
@@ -768,6 +1022,73 @@ def check_demo_images(cfg, tasks: list[Path]) -> None:
             )
 
 
+def check_demo_counts(cfg, tasks: list[Path], existing_only: bool = False, resumed: bool = False,
+                      note: Callable[[str], None] | None = None) -> None:
+    """Check that the demo file of each of `tasks` in `cfg.data.dir` holds at least `data.demos_per_task` demos
+    (a run would otherwise train on fewer than it says): files imported with fewer episodes, collected with a
+    smaller --demos, or whose collection left out demos the expert failed. `existing_only`: skip the files
+    not there yet (the run collects them). `note`: receives a note instead of the error (a run continued that
+    may have trained on those demos from its start).
+
+    Raises:
+        LiberoError: naming the file, the demos it holds and those asked for, why it holds fewer when the
+            file says, and the ways out (collecting more, with the exact command, or asking for fewer).
+    """
+    from libero_ll.data.hdf5 import demo_names, read_info
+
+    want = int(cfg.data.demos_per_task)
+    for t in tasks:
+        path = task_demo_file(cfg.data.dir, t.stem)
+        if existing_only and not path.exists():
+            continue
+        have = len(demo_names(path))
+        if have < want and note is not None:
+            note(f"note: {path} holds {have} demo{'s' if have != 1 else ''}, fewer than data.demos_per_task "
+                 f"({want}); the run goes on with them (it was started before runs checked this)")
+        elif have < want:
+            raise LiberoError(_too_few_demos(cfg, t, path, have, want, read_info(path), resumed))
+
+
+def _too_few_demos(cfg, task: Path, path: Path, have: int, want: int, info, resumed: bool) -> str:
+    """The message of `check_demo_counts` for one file."""
+    import shlex
+
+    from libero_ll.data.collect import MAX_ATTEMPTS
+
+    made_by, stats = info.generator or "", info.stats
+    failed = [int(i) for i in np.ravel(stats.get("failed_demo_indices") or [])]
+    attempts = int(stats.get("max_attempts") or MAX_ATTEMPTS)
+    requested = stats.get("demos_requested")
+    delete = "or delete the file, and the run collects the demos itself"
+    more_attempts = ""
+    if made_by.startswith("scripted-expert") and failed:
+        why = (f"its collection asked for {requested} and left out demo{'s' if len(failed) > 1 else ''} "
+               f"{', '.join(map(str, failed))}, whose {attempts} attempts by the expert all failed")
+        more_attempts = f" --max-attempts {2 * attempts}"
+        delete = ("more attempts try new seeds where those failed (deleting the file for the run to collect it "
+                  "would fail the same demos again)")
+    elif made_by.startswith("scripted-expert"):
+        why = f"its collection asked for {requested}" if requested else "it was collected with fewer"
+    elif made_by.startswith("lerobot import"):
+        episodes = stats.get("lerobot_episodes", have)
+        why = f"it was imported from a LeRobot dataset with {episodes} episode{'s' if episodes != 1 else ''} of the task"
+        delete = ("the expert's demos then replace the imported ones; " + delete
+                  + "; or import a dataset with more episodes of the task")
+    else:
+        why = f"it was made by {made_by}" if made_by else "it holds no more"
+        delete = "the expert's demos then replace the file's; " + delete
+    command = " ".join([
+        "libero-ll collect --task", shlex.quote(str(task)), f"--demos {want} --out",
+        shlex.quote(str(cfg.data.dir)), f"--seed {int(cfg.data.collect_seed)} --image-size {int(cfg.env.image_size)}",
+        f"--robot-mesh {shlex.quote(str(cfg.env.robot_mesh))} --max-steps {int(cfg.data.expert_max_steps)}"
+        f"{more_attempts} --overwrite",
+    ])
+    fewer = (f"put back the demo file the run was started with (data.demos_per_task is {want} in its config.yaml)"
+             if resumed else f"set data.demos_per_task={have} to train on the {have} there")
+    return (f"{path} holds {have} demo{'s' if have != 1 else ''} of {task.stem}, but data.demos_per_task is {want} "
+            f"({why}). Either collect {want}: {command} ({delete}); or {fewer}")
+
+
 def _init_states(cfg, tasks: list[Path], envs, names: list[str], run_dir: Path, log) -> list[np.ndarray]:
     """The fixed initial states of every task, kept in RUN_DIR/init_states.npz (a resumed run reuses them).
 
@@ -778,8 +1099,15 @@ def _init_states(cfg, tasks: list[Path], envs, names: list[str], run_dir: Path, 
 
     path = run_dir / "init_states.npz"
     if path.exists():
-        with np.load(path) as f:
-            return [f[n] for n in names]
+        try:
+            with np.load(path) as f:
+                return [np.asarray(f[n]) for n in names]
+        except Exception as e:  # noqa: BLE001 - a truncated or overwritten file fails in many ways
+            raise LiberoError(
+                f"{path} is damaged and cannot be read ({type(e).__name__}: {_first_line(e)}); delete it and "
+                f"resume again: the run makes it again the way it first did (from the initial states kept with "
+                f"its task files in {run_dir / 'tasks'}, else sampled with eval.init_seed)"
+            ) from None
     n = int(cfg.eval.init_states)
     states = []
     for k, (task, env) in enumerate(zip(tasks, envs)):
@@ -826,11 +1154,13 @@ COUNTS = (
 )
 
 
-def check_components(cfg, check_init: bool = True, check_suite: bool = True) -> None:
+def check_components(cfg, check_init: bool = True, check_suite: bool = True, check_name: bool = True) -> None:
     """Fail before any work is done when the policy, its keys, the learner or its options are unknown, when a
-    setting is out of its range (a batch of 0, a negative seed), when the suite or its tasks (checked unless
-    `check_suite` is False: a run continued from its own task files) are unknown, or when `init_from`
-    (checked unless `check_init` is False) names nothing."""
+    setting is out of its range (a batch of 0, a negative seed), when `device` is not one a run can use, when
+    the suite or its tasks (checked unless `check_suite` is False: a run continued from its own task files) are
+    unknown, when `init_from` (checked unless `check_init` is False) names nothing, or when `name` (checked
+    unless `check_name` is False: a run continued, whose folder exists) would put the run's folder outside
+    output_dir."""
     from omegaconf import OmegaConf
 
     import libero_ll.learners  # noqa: F401  (registration)
@@ -841,6 +1171,14 @@ def check_components(cfg, check_init: bool = True, check_suite: bool = True) -> 
 
     from libero_ll.experiments.config import learner_options, policy_config
 
+    name = str(cfg.name)
+    separators = {"/", "\\", os.sep, os.altsep} - {None}
+    if check_name and (any(sep in name for sep in separators) or ".." in name):
+        raise LiberoError(
+            f"name {name!r}: a run's name begins the name of its folder under output_dir, so it cannot hold a "
+            f"path separator or '..'; to put runs elsewhere, set output_dir"
+        )
+    check_device_name(cfg.device)
     policy_cls = POLICIES.get(str(cfg.policy.name))
     coerce_config(policy_cls.config_class, policy_config(cfg))
     for name, keys in OmegaConf.to_container(cfg.policy.by_name, resolve=True).items():
@@ -883,11 +1221,36 @@ def resolve_workers(workers: int, jobs: int) -> int:
     return max(1, min(workers, jobs))
 
 
+DEVICES = "auto (a CUDA GPU when there is one, else the CPU), cpu, cuda or cuda:N (the CUDA GPU of index N)"
+
+
+def check_device_name(name) -> None:
+    """Check that `device` names a device a run can train on (DEVICES); whether this machine has it is for
+    `_device` (a sweep's runs may go to other machines).
+
+    Raises:
+        LiberoError: naming the value and what is accepted.
+    """
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", name):
+        raise LiberoError(f"device must be {DEVICES}, got {name!r}")
+
+
 def _device(name: str) -> torch.device:
+    """The torch device a run trains on, checked to be there on this machine."""
+    check_device_name(name)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise LiberoError("device=cuda but no CUDA GPU is available; use device=auto or device=cpu")
+    if name.startswith("cuda"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise LiberoError(f"device={name} but no CUDA GPU is available here; use device=auto or device=cpu")
+        index = int(name.partition(":")[2] or 0)
+        if index >= count:
+            there = "cuda:0" if count == 1 else f"cuda:0 to cuda:{count - 1}"
+            raise LiberoError(f"device={name} but this machine has {count} CUDA GPU{'s' if count > 1 else ''} "
+                              f"({there}); use one of those, cuda or device=auto")
     return torch.device(name)
 
 

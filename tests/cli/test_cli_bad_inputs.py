@@ -368,3 +368,14 @@ def test_metrics_says_a_run_folder_does_not_exist(tmp_path, capsys):
     assert err == f"error: --reference {missing}: no such folder (give a run directory)\n"
     err = refused(["metrics", str(tmp_path), "--single-task", str(tmp_path), str(missing)], capsys)
     assert err == f"error: --single-task {missing}: no such folder (give a run directory)\n"
+
+
+def test_resume_says_a_run_folder_does_not_exist(tmp_path, capsys):
+    # Before: "--resume nosuch: not a run directory (no config.yaml)" for a folder that is not there at all.
+    missing, afile = tmp_path / "nosuch", tmp_path / "notes.txt"
+    afile.write_text("x")
+    assert refused(["train", "--resume", str(missing)], capsys) == f"error: --resume {missing}: no such folder\n"
+    assert refused(["train", "--resume", str(afile)], capsys) == (
+        f"error: --resume {afile}: is a file, not a run directory\n")
+    assert refused(["train", "--resume", str(tmp_path)], capsys) == (
+        f"error: --resume {tmp_path}: not a run directory (no config.yaml)\n")

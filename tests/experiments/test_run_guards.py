@@ -1,0 +1,298 @@
+"""What `libero-ll train` refuses, and how it stops: a run folder in use by another process, a run whose saved
+state is gone, too few demos, a device or name that cannot be, a config.yaml edited under a run, a damaged
+file of a run; SIGTERM taken as Ctrl-C. Every refusal is an `error: ...` line (exit 2) that leaves the run's
+files as they were."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from libero_ll.cli import main
+from libero_ll.experiments import lifelong
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = str(REPO / "configs" / "smoke.yaml")
+FAST = ["train.epochs=2", "eval.max_steps=4", "eval.init_states=1", "language_encoder=task_id"]
+
+
+@pytest.fixture(scope="module")
+def paused(tmp_path_factory, smoke_data, smoke_envs, make_smoke_config) -> Path:
+    """A run paused after its first stage (train --stages 1): its state between stages saved."""
+    cfg = make_smoke_config(tmp_path_factory.mktemp("paused"), smoke_data, *FAST)
+    return lifelong.run_lifelong(cfg, log=lambda s: None, envs=smoke_envs, max_stages=1)
+
+
+@pytest.fixture
+def run_copy(paused, tmp_path) -> Path:
+    """A copy of the paused run of its own for one test."""
+    return Path(shutil.copytree(paused, tmp_path / paused.name))
+
+
+def _files(run_dir: Path) -> dict:
+    """Every file of a run directory and its bytes (the lock file aside)."""
+    return {p.relative_to(run_dir): p.read_bytes() for p in sorted(run_dir.rglob("*"))
+            if p.is_file() and p.name != ".run.lock"}
+
+
+def _edit_config(run_dir: Path, **changes) -> None:
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    for key, value in changes.items():
+        OmegaConf.update(cfg, key.replace("__", "."), value)
+    OmegaConf.save(cfg, run_dir / "config.yaml")
+
+
+def _forget_stored_config(run_dir: Path) -> None:
+    """Make resume.pt as a run made before runs kept their config in it wrote it."""
+    state = torch.load(run_dir / "resume.pt", weights_only=True)
+    state.pop("config")
+    torch.save(state, run_dir / "resume.pt")
+
+
+# --- 1. one process per run folder ---------------------------------------------------------------------------
+
+
+def test_a_training_run_holds_its_folder(tmp_path, smoke_data, monkeypatch, capsys):
+    """While `train` runs, a `train --resume` of its folder is refused at once, writing nothing there."""
+    runs = tmp_path / "runs"
+    nested = {}
+    write_json = lifelong.write_json
+
+    def resume_meanwhile(path, obj):
+        write_json(path, obj)
+        if path.name == "progress.json" and not nested:
+            capsys.readouterr()
+            before = _files(path.parent)
+            nested["rc"] = main(["train", "--resume", str(path.parent)])
+            nested["err"] = capsys.readouterr().err
+            nested["unchanged"] = _files(path.parent) == before
+
+    monkeypatch.setattr(lifelong, "write_json", resume_meanwhile)
+    assert main(["train", SMOKE, f"output_dir={runs}", f"data.dir={smoke_data}", *FAST]) == 0
+    run_dir = next(runs.iterdir())
+    assert nested["rc"] == 2, nested["err"]
+    assert f"error: {run_dir} is in use by another process (pid {os.getpid()})" in nested["err"]
+    assert nested["unchanged"]
+    assert (run_dir / "log.txt").read_text().count(" command: ") == 1
+    with lifelong.hold_run_dir(run_dir):  # released at the end
+        pass
+
+
+def test_a_killed_holder_does_not_block_a_resume(run_copy, capsys):
+    """The lock of a process killed with kill -9 is gone with it: the run resumes."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from libero_ll.experiments.lifelong import hold_run_dir\n"
+         "held = hold_run_dir(sys.argv[1])\nheld.__enter__()\nprint('held', flush=True)\ntime.sleep(300)\n", str(run_copy)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = _files(run_copy)
+        assert main(["train", "--resume", str(run_copy)]) == 2
+        assert f"{run_copy} is in use by another process (pid {holder.pid})" in capsys.readouterr().err
+        assert _files(run_copy) == before
+    finally:
+        holder.kill()  # SIGKILL: no cleanup of its own
+        holder.wait()
+    assert main(["train", "--resume", str(run_copy)]) == 0
+    assert (run_copy / "final_policy.pt").exists()
+
+
+# --- 2. a run whose saved state is gone -------------------------------------------------------------------------
+
+
+def test_resume_refuses_a_run_that_lost_its_state(run_copy, tmp_path, smoke_data, smoke_envs, make_smoke_config,
+                                                  stop_run, capsys):
+    (run_copy / "resume.pt").unlink()
+    before = _files(run_copy)
+    assert main(["train", "--resume", str(run_copy)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {run_copy / 'resume.pt'} is missing, but the run had got past its first save" in err
+    assert "progress.json says 1 of 2 stages had ended" in err and "cannot be continued" in err
+    assert _files(run_copy) == before  # success.json and the rest as they were
+
+    (run_copy / "progress.json").unlink()
+    assert main(["train", "--resume", str(run_copy)]) == 2
+    assert "checkpoints/task00_best.pt" in capsys.readouterr().err
+    (run_copy / "final_policy.pt").write_bytes(b"")
+    assert main(["train", "--resume", str(run_copy)]) == 2
+    assert "from a run that has finished" in capsys.readouterr().err
+
+    # A run killed before its first save starts over in its folder, as before.
+    cfg = make_smoke_config(tmp_path / "b", smoke_data, *FAST)
+    early = stop_run(cfg, "stage 1/2", smoke_envs)
+    assert not (early / "resume.pt").exists()
+    lines = []
+    lifelong.run_lifelong(cfg, log=lines.append, resume=early, envs=smoke_envs)
+    assert lines[-1].startswith("done: 2 tasks")
+
+
+# --- 3. too few demos ------------------------------------------------------------------------------------------
+
+
+def test_too_few_demos_is_an_error_before_any_work(tmp_path, smoke_data, capsys):
+    import h5py
+
+    data = Path(shutil.copytree(smoke_data, tmp_path / "data"))
+    runs = tmp_path / "runs"
+    first = data / "put_the_alphabet_soup_in_the_basket.hdf5"
+    args = ["train", SMOKE, f"output_dir={runs}", f"data.dir={data}", *FAST, "data.demos_per_task=3"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"error: {first} holds 2 demos of put_the_alphabet_soup_in_the_basket, but data.demos_per_task is 3" in err
+    assert (f"libero-ll collect --task {REPO / 'bddl_tasks' / 'quickstart' / first.stem}.bddl --demos 3 --out {data} "
+            f"--seed 0 --image-size 32 --robot-mesh collision --max-steps 300 --overwrite") in err
+    assert "delete the file" in err and "set data.demos_per_task=2" in err
+    assert not runs.exists()  # no run folder, nothing built
+
+    # A collection that left out a demo the expert failed: more attempts, not the same collection again.
+    with h5py.File(first, "r+") as f:
+        f["data"].attrs["demos_requested"] = 3
+        f["data"].attrs["failed_demo_indices"] = np.array([2])
+        f["data"].attrs["max_attempts"] = 5
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "left out demo 2, whose 5 attempts by the expert all failed" in err
+    assert "--max-attempts 10 --overwrite" in err and "would fail the same demos again" in err
+    # Demos imported from a LeRobot dataset.
+    with h5py.File(first, "r+") as f:
+        f["data"].attrs["generator"] = "lerobot import (v3.0)"
+        f["data"].attrs["lerobot_episodes"] = 2
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "imported from a LeRobot dataset with 2 episodes" in err and "import a dataset with more episodes" in err
+
+
+def test_a_run_whose_own_collection_came_short_stops_before_training(tmp_path, smoke_data, smoke_envs,
+                                                                      make_smoke_config, monkeypatch):
+    """The run collects the files it lacks; when that collection comes short (the expert failed some demos), the
+    run stops there, before training."""
+    from libero_ll.errors import LiberoError
+
+    def collect_short(cfg, tasks, env_cfg, log):  # the expert kept 2 of the 3 demos asked of each task
+        Path(cfg.data.dir).mkdir(parents=True, exist_ok=True)
+        for t in tasks:
+            shutil.copyfile(smoke_data / f"{t.stem}.hdf5", Path(cfg.data.dir) / f"{t.stem}.hdf5")
+
+    monkeypatch.setattr(lifelong, "collect_missing_demos", collect_short)
+    lines = []
+    cfg = make_smoke_config(tmp_path, tmp_path / "data", *FAST, "data.demos_per_task=3")
+    with pytest.raises(LiberoError, match=r"holds 2 demos of put_the_alphabet_soup_in_the_basket, but "
+                                          r"data.demos_per_task is 3 .*set data.demos_per_task=2"):
+        lifelong.run_lifelong(cfg, log=lines.append, envs=smoke_envs)
+    assert not any(" epoch " in line for line in lines)
+
+
+# --- 4. a device, a name, weights and files that cannot be --------------------------------------------------
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("device=tpu", "device must be auto (a CUDA GPU when there is one, else the CPU), cpu, cuda or cuda:N"),
+    ("device=cuda:64", "device=cuda:64 but "),
+    ("name=../../escaped", "name '../../escaped': a run's name begins the name of its folder under output_dir, "
+                           "so it cannot hold a path separator or '..'"),
+    ("name=a/b", "cannot hold a path separator"),
+])
+def test_a_bad_device_or_name_is_named_before_any_work(setting, message, tmp_path, capsys):
+    out = tmp_path / "out" / "runs"
+    assert main(["train", SMOKE, f"output_dir={out}", f"data.dir={tmp_path / 'data'}", setting]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_resume_with_policy_sizes_changed_says_the_config_no_longer_fits(run_copy, capsys):
+    _forget_stored_config(run_copy)  # a run from before runs kept their config: the weights tell
+    _edit_config(run_copy, policy__cfg__embed_size=32)
+    before = _files(run_copy)
+    assert main(["train", "--resume", str(run_copy)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {run_copy / 'config.yaml'} no longer matches the run's saved weights (" in err
+    assert "in resume.pt but" in err and "restore them to continue the run" in err
+    assert _files(run_copy) == before
+
+
+def test_a_damaged_init_states_file_is_named(run_copy, capsys):
+    (run_copy / "init_states.npz").write_bytes(b"not an npz file")
+    assert main(["train", "--resume", str(run_copy)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {run_copy / 'init_states.npz'} is damaged and cannot be read" in err and "delete it" in err
+    (run_copy / "init_states.npz").unlink()  # as the message says: made again, and the run goes on
+    assert main(["train", "--resume", str(run_copy)]) == 0
+
+
+# --- 5. config.yaml edited under a run -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"learner__name": "seql"}, "learner.name was 'er', it is 'seql' now"),
+    ({"train__epochs": 3}, "train.epochs was 2, it is 3 now"),
+    ({"data__demos_per_task": 1}, "data.demos_per_task was 2, it is 1 now"),
+    ({"tasks": ["put_the_black_bowl_on_the_plate", "put_the_alphabet_soup_in_the_basket"]}, "tasks is ["),
+])
+def test_resume_refuses_a_config_changed_since_the_run_started(change, message, run_copy, capsys):
+    _edit_config(run_copy, **change)
+    before = _files(run_copy)
+    assert main(["train", "--resume", str(run_copy)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {run_copy / 'config.yaml'}" in err and message in err
+    assert _files(run_copy) == before
+
+
+def test_resume_allows_what_another_machine_changes(run_copy, capsys):
+    """Where and how fast the run goes on may change (another machine), nothing else."""
+    _edit_config(run_copy, num_threads=2, device="cpu", data__collect_workers=2, output_dir="elsewhere",
+                 train__data_on_device=False, eval__overlap=None, seed=7)
+    assert main(["train", "--resume", str(run_copy)]) == 2
+    assert "seed was 100, it is 7 now" in capsys.readouterr().err
+    _edit_config(run_copy, seed=100)
+    assert main(["train", "--resume", str(run_copy)]) == 0
+    assert (run_copy / "final_policy.pt").exists()
+
+
+# --- 6. SIGTERM ------------------------------------------------------------------------------------------------
+
+
+class _Killed(Exception):
+    """What SIGTERM raises in this test when `train` does not handle it (the test process must not die)."""
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, smoke_data, monkeypatch, capsys):
+    runs = tmp_path / "runs"
+    write_json = lifelong.write_json
+
+    def terminate_after_epoch_1(path, obj):
+        write_json(path, obj)
+        if path.name == "progress.json" and obj["phase"] == "train" and obj["epoch"] == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def killed(signum, frame):
+        raise _Killed()
+
+    monkeypatch.setattr(lifelong, "write_json", terminate_after_epoch_1)
+    previous = signal.signal(signal.SIGTERM, killed)
+    try:
+        rc = main(["train", SMOKE, f"output_dir={runs}", f"data.dir={smoke_data}", *FAST])
+        assert signal.getsignal(signal.SIGTERM) is killed  # train's own handler is gone again
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert rc == 143
+    run_dir = next(runs.iterdir())
+    assert "terminated: the run is saved at its last completed epoch" in capsys.readouterr().err
+    last = (run_dir / "log.txt").read_text().rstrip().splitlines()[-1]
+    assert " stopped: Terminated: SIGTERM" in last
+    assert json.loads((run_dir / "progress.json").read_text())["epoch"] == 1
+    monkeypatch.setattr(lifelong, "write_json", write_json)
+    assert main(["train", "--resume", str(run_dir)]) == 0
