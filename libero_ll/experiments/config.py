@@ -158,7 +158,7 @@ class ExperimentConfig:
         language_encoder: "minilm", "task_id", or a local transformers model path.
         output_dir: where run directories are created.
         num_threads: torch CPU threads.
-        device: "auto" (CUDA when available), "cpu" or "cuda".
+        device: "auto" (CUDA when available), "cpu", "cuda" or "cuda:N" (the Nth GPU).
         init_from: start the policy from the weights of an earlier run (pretraining): a checkpoint file
             written by a run, a run directory (its final policy), or a glob pattern of run directories
             (the last match in name order, i.e. the newest of one run name). None: random initial weights.
