@@ -39,9 +39,10 @@ def cmd_check(args) -> int:
                 try:
                     env.reset(seed=args.seed)
                     init = env.predicate_values(spec.init)
-                    # Every atom of the goal once; Or and Not are worked out from them below.
-                    atoms = list(dict.fromkeys(iter_atoms(spec.goal)))
-                    values = dict(zip(atoms, (holds for _, holds in env.predicate_values(atoms))))
+                    # Every atom of the goal once first, for an error at the atom the scene cannot evaluate;
+                    # then each part the goal needs, Or and Not included, as the environment judges the goal.
+                    env.predicate_values(list(dict.fromkeys(iter_atoms(spec.goal))))
+                    goal = [(_text(c), env.geometry.evaluate(c)) for c in _conjuncts(spec.goal)]
                 finally:
                     env.close()
             except BddlError as e:
@@ -59,7 +60,6 @@ def cmd_check(args) -> int:
             if issubclass(w.category, PlacementWarning) and text not in seen:
                 seen.add(text)
                 print(f"{f}: warning: {text.removeprefix(f'{f}: ')}")
-        goal = [(_text(c), _holds(c, values)) for c in _conjuncts(spec.goal)]
         # A reset that does not set up the init, or whose start already meets the goal, is a broken task.
         problems = [
             f"{_where(p.loc, f)}: init {text} does not hold after the reset (seed {args.seed})"
@@ -104,21 +104,6 @@ def _text(formula) -> str:
     if word is None:
         raise TypeError(f"not a formula: {formula!r}")
     return f"({word} {' '.join(_text(c) for c in formula.children)})"
-
-
-def _holds(formula, values: dict) -> bool:
-    """Whether a formula holds, given whether each of its atoms holds (as LiberoEnv.check_goal decides)."""
-    from libero_ll.bddl.spec import And, Not, Or, Predicate
-
-    if isinstance(formula, Predicate):
-        return values[formula]
-    if isinstance(formula, Not):
-        return not _holds(formula.child, values)
-    if isinstance(formula, And):
-        return all(_holds(c, values) for c in formula.children)
-    if isinstance(formula, Or):
-        return any(_holds(c, values) for c in formula.children)
-    raise TypeError(f"not a formula: {formula!r}")
 
 
 def _where(loc, path) -> str:

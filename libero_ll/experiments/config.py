@@ -215,7 +215,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
             cfg = OmegaConf.merge(cfg, layer)
         except OmegaConfBaseException as e:
             key = getattr(e, "full_key", None)
-            raise LiberoError(f"{where}: {key + ': ' if key else ''}{_first_line(e)}") from None
+            raise LiberoError(f"{where}: {key + ': ' if key else ''}{first_line(e)}") from None
     sources = [(_file_label(file, path), layer) for file, layer in layers]
     for override in overrides or []:
         try:
@@ -227,7 +227,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
             cfg = OmegaConf.merge(cfg, layer)
         except OmegaConfBaseException as e:
             key = getattr(e, "full_key", None)
-            raise LiberoError(f"override {key + ': ' if key else ''}{_first_line(e)}") from None
+            raise LiberoError(f"override {key + ': ' if key else ''}{first_line(e)}") from None
         except ValueError as e:
             raise LiberoError(f"bad override {override!r}: {e}") from None
         sources.append((f"override {override}", layer))
@@ -250,7 +250,7 @@ def _check_values(cfg, sources: list) -> None:
         raw = _lookup(OmegaConf.to_container(cfg, resolve=False), key)[1]
         what = f"cannot resolve {raw!r}" if isinstance(raw, str) and "${" in raw else "cannot resolve it"
         raise LiberoError(
-            f"{_source(sources, key)}{key + ': ' if key else ''}{what}: {_first_line(e)}"
+            f"{_source(sources, key)}{key + ': ' if key else ''}{what}: {first_line(e)}"
         ) from None
     from libero_ll.experiments.lifelong import COUNTS
 
@@ -355,7 +355,7 @@ def _read_override(override: str):
     try:
         return OmegaConf.from_dotlist([str(override)])
     except yaml.YAMLError as e:
-        problem = str(getattr(e, "problem", None) or _first_line(e))
+        problem = str(getattr(e, "problem", None) or first_line(e))
         raise LiberoError(
             f"override {override!r}: the value is not valid YAML ({problem}); write lists as [a, b] and "
             "mappings as {key: value} with a space after each colon, or set one key at a time (a.b.key=value)"
@@ -382,7 +382,7 @@ def _read_layers(path: Path, seen: tuple = ()) -> list:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         cfg = OmegaConf.load(path) if isinstance(raw, dict) else None
     except Exception as e:  # noqa: BLE001 - YAML errors come in many types
-        raise LiberoError(f"{path}: not valid YAML: {_first_line(e)}") from None
+        raise LiberoError(f"{path}: not valid YAML: {first_line(e)}") from None
     if raw is None or raw == {}:
         raise LiberoError(f"{path}: the config file is empty; start from a preset such as configs/cpu.yaml")
     if not isinstance(cfg, DictConfig):
@@ -414,5 +414,23 @@ def _defaults_names(path: Path, defaults) -> list[str]:
     return defaults
 
 
-def _first_line(e: Exception) -> str:
+# What first_difference reads for a key one side lacks.
+ABSENT = "<absent>"
+
+
+def first_difference(was, now, ignore=(), prefix: str = ""):
+    """(dotted key, value in `was`, value in `now`) of the first difference between two plain (nested dict)
+    configs, keys in `ignore` (dotted) left out; None when they agree. A key one side lacks reads ABSENT."""
+    if prefix.rstrip(".") in ignore:
+        return None
+    if isinstance(was, dict) and isinstance(now, dict):
+        for k in list(was) + [k for k in now if k not in was]:
+            found = first_difference(was.get(k, ABSENT), now.get(k, ABSENT), ignore, f"{prefix}{k}.")
+            if found is not None:
+                return found
+        return None
+    return None if was == now else (prefix.rstrip("."), was, now)
+
+
+def first_line(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

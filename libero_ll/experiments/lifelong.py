@@ -31,8 +31,9 @@ from libero_ll.experiments.checkpoint import (
     set_rng_states,
 )
 from libero_ll.evaluation.runs import PROGRESS_FILE, load_sessions
+from libero_ll.experiments.config import ABSENT, first_difference, first_line
 from libero_ll.experiments.environment import record_session
-from libero_ll.experiments.run_files import RunLog, keep_task_files, run_task_files
+from libero_ll.experiments.run_files import RunLog, hold_run_dir, keep_task_files, run_task_files
 from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -309,7 +310,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             try:
                 policy.load_state_dict(saved["policy"])
             except RuntimeError as e:
-                raise LiberoError(_weights_mismatch(run_dir, _first_line(e))) from None
+                raise LiberoError(_weights_mismatch(run_dir, first_line(e))) from None
             learner.load_state_dict(saved["learner"], task_data)
             tensor = SuccessTensor.from_dict(saved["tensor"])
             pos = _Position(**saved["position"])
@@ -768,7 +769,6 @@ RESUME_MAY_CHANGE = (
     "device", "num_threads", "output_dir", "data.dir", "data.collect_workers", "eval.workers",
     "eval.envs_per_worker", "eval.overlap", "train.data_on_device", "train.compile",
 )
-_ABSENT = "<absent>"
 
 
 def _check_config_as_started(cfg, saved: dict | None, run_dir: Path, kept: list[Path] | None) -> None:
@@ -793,32 +793,16 @@ def _check_config_as_started(cfg, saved: dict | None, run_dir: Path, kept: list[
     started = saved.get("config") if saved is not None else None
     if started is None:
         return  # saved before runs kept their config: continued as it is
-    change = _first_change(started, OmegaConf.to_container(cfg, resolve=True))
+    change = first_difference(started, OmegaConf.to_container(cfg, resolve=True), ignore=RESUME_MAY_CHANGE)
     if change is not None:
         key, was, now = change
-        was = "absent" if was is _ABSENT else repr(was)
-        now = "absent" if now is _ABSENT else repr(now)
+        was = "absent" if was == ABSENT else repr(was)
+        now = "absent" if now == ABSENT else repr(now)
         raise LiberoError(
             f"{where} no longer matches the config the run was started with: {key} was {was}, it is {now} now; "
             f"a run goes on with the settings it began with (on resume only {', '.join(RESUME_MAY_CHANGE)} may "
             f"change): {restore}"
         )
-
-
-def _first_change(was, now, prefix: str = ""):
-    """(dotted key, value then, value now) of the first difference between two plain configs outside
-    RESUME_MAY_CHANGE, or None."""
-    if prefix.rstrip(".") in RESUME_MAY_CHANGE:
-        return None
-    if isinstance(was, dict) and isinstance(now, dict):
-        for k in list(was) + [k for k in now if k not in was]:
-            found = _first_change(was.get(k, _ABSENT), now.get(k, _ABSENT), f"{prefix}{k}.")
-            if found is not None:
-                return found
-        return None
-    if was is _ABSENT or now is _ABSENT or was != now:
-        return prefix.rstrip("."), was, now
-    return None
 
 
 def _check_saved_weights(policy, saved: dict, run_dir: Path) -> None:
@@ -842,59 +826,6 @@ def _weights_mismatch(run_dir: Path, problem: str) -> str:
     return (f"{run_dir / 'config.yaml'} no longer matches the run's saved weights ({problem}): its policy "
             f"settings (policy.name, policy.cfg, policy.by_name, language_encoder) were changed since the run "
             f"was saved; restore them to continue the run")
-
-
-def _first_line(e: BaseException) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-
-
-@contextlib.contextmanager
-def hold_run_dir(run_dir: str | Path):
-    """Hold a run directory's lock (RUN_DIR/.run.lock, the file a sweep's runs lock) while a run trains in it:
-    an exclusive flock, which the operating system releases when the process ends, however it ends (kill -9
-    included), with this process's id written in the file for the message of another that finds it held.
-
-    Raises:
-        LiberoError: another process holds it (naming it when its id is known).
-    """
-    from libero_ll.experiments.sweep import RUN_LOCK_FILE, _lock
-
-    path = Path(run_dir) / RUN_LOCK_FILE
-    holder = _lock_holder(path)
-    busy = (f"{run_dir} is in use by another process{f' (pid {holder})' if holder else ''}: a run trains in one "
-            f"process at a time; wait for that one to end (or stop it), then resume with libero-ll train "
-            f"--resume {run_dir}")
-    with _lock(path, 0.0, busy):
-        try:
-            with open(path, "r+") as f:
-                f.truncate(0)
-                f.write(f"{os.getpid()}\n")
-        except OSError:
-            pass  # the id is only for messages
-        try:
-            yield
-        finally:
-            try:
-                with open(path, "r+") as f:
-                    f.truncate(0)
-            except OSError:
-                pass
-
-
-def _lock_holder(path: Path) -> int | None:
-    """The id of the live process that wrote itself into a run's lock file; None when unknown or gone (a
-    sweep's runs do not write it)."""
-    try:
-        pid = int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except OSError:
-        pass  # alive, another user's
-    return pid
 
 
 def collect_missing_demos(cfg, tasks: list[Path], env_cfg, log: Callable[[str], None] = print) -> None:
@@ -1104,7 +1035,7 @@ def _init_states(cfg, tasks: list[Path], envs, names: list[str], run_dir: Path, 
                 return [np.asarray(f[n]) for n in names]
         except Exception as e:  # noqa: BLE001 - a truncated or overwritten file fails in many ways
             raise LiberoError(
-                f"{path} is damaged and cannot be read ({type(e).__name__}: {_first_line(e)}); delete it and "
+                f"{path} is damaged and cannot be read ({type(e).__name__}: {first_line(e)}); delete it and "
                 f"resume again: the run makes it again the way it first did (from the initial states kept with "
                 f"its task files in {run_dir / 'tasks'}, else sampled with eval.init_seed)"
             ) from None

@@ -3,14 +3,21 @@ which let a run be read, evaluated and continued from any folder or machine."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from libero_ll.errors import LiberoError
 from libero_ll.evaluation.runs import LOG_FILE
+
+# The lock a run directory's training holds (`libero-ll train`, and each run of a sweep).
+RUN_LOCK_FILE = ".run.lock"
 
 
 class RunLog:
@@ -85,3 +92,71 @@ def run_task_files(run_dir: str | Path) -> list[Path] | None:
         return None
     files = [folder / f"{n}.bddl" for n in names]
     return files if names and all(f.is_file() for f in files) else None
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, wait: float, busy: str):
+    """Hold an exclusive lock on `path` (released when the holder exits, even when killed); LiberoError `busy` when
+    another process still holds it after `wait` seconds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        deadline = time.time() + wait
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.time() >= deadline:
+                    raise LiberoError(busy) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def hold_run_dir(run_dir: str | Path):
+    """Hold a run directory's lock (RUN_DIR/.run.lock, the file a sweep's runs lock) while a run trains in it:
+    an exclusive flock, which the operating system releases when the process ends, however it ends (kill -9
+    included), with this process's id written in the file for the message of another that finds it held.
+
+    Raises:
+        LiberoError: another process holds it (naming it when its id is known).
+    """
+    path = Path(run_dir) / RUN_LOCK_FILE
+    holder = _lock_holder(path)
+    busy = (f"{run_dir} is in use by another process{f' (pid {holder})' if holder else ''}: a run trains in one "
+            f"process at a time; wait for that one to end (or stop it), then resume with libero-ll train "
+            f"--resume {run_dir}")
+    with file_lock(path, 0.0, busy):
+        try:
+            with open(path, "r+") as f:
+                f.truncate(0)
+                f.write(f"{os.getpid()}\n")
+        except OSError:
+            pass  # the id is only for messages
+        try:
+            yield
+        finally:
+            try:
+                with open(path, "r+") as f:
+                    f.truncate(0)
+            except OSError:
+                pass
+
+
+def _lock_holder(path: Path) -> int | None:
+    """The id of the live process that wrote itself into a run's lock file; None when unknown or gone (a
+    sweep's runs do not write it)."""
+    try:
+        pid = int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        pass  # alive, another user's
+    return pid

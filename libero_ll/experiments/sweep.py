@@ -24,8 +24,6 @@ the others; a run directory whose config no longer matches the sweep file is an 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import itertools
 import json
@@ -39,6 +37,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from libero_ll.errors import LiberoError
+from libero_ll.experiments.config import first_difference
+from libero_ll.experiments.run_files import RUN_LOCK_FILE, file_lock
 from libero_ll.paths import file_in_the_way
 
 SWEEP_KEYS = ("name", "config", "overrides", "grid", "runs", "seeds", "task_orders", "order_seed", "output_dir",
@@ -48,7 +48,6 @@ RESERVED = {"seed": "seeds", "tasks": "task_orders", "output_dir": "output_dir"}
 # Part of the method in a report already (runs.Run.method): not repeated in the variant's label.
 METHOD_KEYS = ("suite", "learner.name", "policy.name")
 LOCK_FILE = ".sweep.lock"
-RUN_LOCK_FILE = ".run.lock"
 # Environment that the runs need as the sweep's process has it (headless GL, offline language models).
 PASSED_ENV = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "OMP_WAIT_POLICY")
 
@@ -350,39 +349,11 @@ def check_existing(run: SweepRun) -> None:
     stored = OmegaConf.to_container(load_config(run.run_dir / "config.yaml"), resolve=True)
     wanted = OmegaConf.to_container(run.cfg, resolve=True)
     if stored != wanted:
-        key, have, want = _first_difference(stored, wanted)
+        key, have, want = first_difference(stored, wanted)
         raise LiberoError(
             f"{run.run_dir} holds a run whose config differs from what the sweep asks for at {key} ({have!r} "
             f"there, {want!r} now); restore the sweep file, or move that run directory away"
         )
-
-
-def _first_difference(a, b, prefix: str = ""):
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in list(a) + [k for k in b if k not in a]:
-            if a.get(k, "<absent>") != b.get(k, "<absent>"):
-                return _first_difference(a.get(k, "<absent>"), b.get(k, "<absent>"), f"{prefix}{k}.")
-    return prefix.rstrip("."), a, b
-
-
-@contextlib.contextmanager
-def _lock(path: Path, wait: float, busy: str):
-    """Hold an exclusive lock on `path` (released when the holder exits, even when killed)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        deadline = time.time() + wait
-        while True:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.time() >= deadline:
-                    raise LiberoError(busy) from None
-                time.sleep(0.2)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
@@ -412,7 +383,7 @@ def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
     os.chdir(cwd)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    with _lock(run_dir / RUN_LOCK_FILE, 120.0, f"{run_dir} is in use by another process"):
+    with file_lock(run_dir / RUN_LOCK_FILE, 120.0, f"{run_dir} is in use by another process"):
         if (run_dir / FINAL_POLICY).exists():
             return "finished", time.time() - t0
         with open(run_dir / LOG_FILE, "a", buffering=1) as logf:
@@ -518,7 +489,7 @@ def run_sweep(sweep: Sweep, address: str | None = None, cpus: int | None = None,
     sweep.output_dir.mkdir(parents=True, exist_ok=True)
     busy = f"another `libero-ll sweep` is running in {sweep.output_dir}; wait for it or stop it first"
     try:
-        with _lock(sweep.output_dir / LOCK_FILE, 0.0, busy):
+        with file_lock(sweep.output_dir / LOCK_FILE, 0.0, busy):
             return _run_sweep_locked(sweep, address, cpus, log, report, command, t0)
     finally:
         # A sweep that stopped before any run began (no cluster at --address, ...) leaves no folder behind.

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from libero_ll.cli import main
-from libero_ll.experiments import lifelong
+from libero_ll.experiments import lifelong, run_files
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = str(REPO / "configs" / "smoke.yaml")
@@ -85,7 +85,7 @@ def test_a_training_run_holds_its_folder(tmp_path, smoke_data, monkeypatch, caps
     assert f"error: {run_dir} is in use by another process (pid {os.getpid()})" in nested["err"]
     assert nested["unchanged"]
     assert (run_dir / "log.txt").read_text().count(" command: ") == 1
-    with lifelong.hold_run_dir(run_dir):  # released at the end
+    with run_files.hold_run_dir(run_dir):  # released at the end
         pass
 
 
@@ -93,7 +93,7 @@ def test_a_killed_holder_does_not_block_a_resume(run_copy, capsys):
     """The lock of a process killed with kill -9 is gone with it: the run resumes."""
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\n"
-         "from libero_ll.experiments.lifelong import hold_run_dir\n"
+         "from libero_ll.experiments.run_files import hold_run_dir\n"
          "held = hold_run_dir(sys.argv[1])\nheld.__enter__()\nprint('held', flush=True)\ntime.sleep(300)\n", str(run_copy)],
         stdout=subprocess.PIPE, text=True,
     )
