@@ -14,10 +14,12 @@ class Registry(Generic[T]):
 
     Args:
         kind: what the entries are ("policy", "learner", "category"), used in messages.
+        hint: said after the known names when a name is unknown (e.g. how to add one of one's own).
     """
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, hint: str = ""):
         self.kind = kind
+        self.hint = hint
         self._entries: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
@@ -37,7 +39,8 @@ class Registry(Generic[T]):
             return self._entries[name]
         except KeyError:
             known = ", ".join(sorted(self._entries)) or "(none)"
-            raise LiberoError(f"unknown {self.kind} {name!r}; known: {known}") from None
+            hint = f"; {self.hint}" if self.hint else ""
+            raise LiberoError(f"unknown {self.kind} {name!r}; known: {known}{hint}") from None
 
     def names(self) -> list[str]:
         return sorted(self._entries)

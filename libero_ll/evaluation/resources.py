@@ -7,7 +7,9 @@ training data, for the resource criteria (MS, SSS, CE) of the metrics.
                               "memory_bytes": <int>, "samples_seen": <int>, "train_macs": <float>,
                               "data_bytes": <int>, "data_windows": <int>}, ...]}
 
-A missing file or field means "not recorded": readers return None / NaN for it instead of failing.
+A top-level ``"memory_is_samples": <bool>`` says whether ``memory_bytes`` are stored training samples (the
+learner's replay memory; counted by SSS rather than MS). A missing file or field means "not recorded": readers
+return None / NaN for it instead of failing.
 ``data_bytes`` and ``data_windows`` (the task's training data as `task_data_size` measures it) are recorded
 by runs since they were added, so that SSS and CE do not depend on finding the demo files again; for older
 runs the metrics read the files the config names (`run_data_sizes`).
@@ -75,6 +77,8 @@ class RunResources:
     """The resources of a run, one entry per task learned so far (in learning order)."""
 
     tasks: list[TaskResources] = field(default_factory=list)
+    # Whether the learner's memory is stored training samples; None: not recorded (older runs).
+    memory_is_samples: bool | None = None
 
     def data_sizes(self, num_tasks: int) -> list[TaskDataSize | None]:
         """The training-data size of each of the first `num_tasks` tasks as the run recorded it; None for a
@@ -116,6 +120,8 @@ def validate_resources(data: Any) -> list[str]:
         return ["the file does not hold a JSON object"]
     if data.get("version") != VERSION:
         problems.append(f"version is {data.get('version')!r}, expected {VERSION}")
+    if data.get("memory_is_samples") is not None and not isinstance(data["memory_is_samples"], bool):
+        problems.append(f"memory_is_samples is {data['memory_is_samples']!r}, not true or false")
     tasks = data.get("tasks")
     if not isinstance(tasks, list):
         return problems + ["'tasks' is missing or not a list"]
@@ -156,7 +162,7 @@ def parse_resources(data: dict) -> RunResources:
     for entry in data["tasks"]:
         values = {name: entry.get(name) for name in FIELDS}
         tasks.append(TaskResources(task=entry["task"], index=int(entry["index"]), **values))
-    return RunResources(sorted(tasks, key=lambda t: t.index))
+    return RunResources(sorted(tasks, key=lambda t: t.index), data.get("memory_is_samples"))
 
 
 def load_resources(run_dir: str | os.PathLike) -> RunResources | None:

@@ -21,7 +21,8 @@ from libero_ll.errors import LiberoError
 from libero_ll.evaluation.resources import RunResources, load_resources, run_data_sizes
 from libero_ll.evaluation.success import SuccessTensor
 
-# Learners whose recorded memory holds training samples (counted by SSS rather than MS).
+# Learners whose memory holds training samples (counted by SSS rather than MS), for runs whose resources.json
+# does not say (made before it recorded the learner's `memory_is_samples`).
 REPLAY_LEARNERS = frozenset({"er"})
 # A relative data.dir in a config is looked up from the current directory, then from the repository.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +113,8 @@ class Run:
 
     @property
     def replay(self) -> bool:
-        return self.learner in REPLAY_LEARNERS
+        recorded = self.resources.memory_is_samples if self.resources is not None else None
+        return recorded if recorded is not None else self.learner in REPLAY_LEARNERS
 
 
 class NotEvaluatedYet(LiberoError):

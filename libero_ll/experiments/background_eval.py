@@ -45,6 +45,9 @@ def _serve(conn, cfg: dict, task_files: list[str], env_cfg, policy_name: str, po
     from libero_ll.policies import make_policy
 
     torch.set_num_threads(1)  # the simulator needs the cores, as in an evaluation in the training process
+    from libero_ll.experiments.plugins import import_plugins
+
+    import_plugins(cfg.get("plugins"))  # a policy of the run's own code is built here by name too
     cfg = OmegaConf.create(cfg)
     policy = make_policy(policy_name, policy_cfg, shape_meta).to(torch.device(device))
     evaluator = None

@@ -164,6 +164,10 @@ class ExperimentConfig:
             (the last match in name order, i.e. the newest of one run name). None: random initial weights.
             The run records the file it loaded in its environment.json (a resume before the first save
             loads that file again).
+        plugins: Python code of your own to import before the run is built, whose learners and policies
+            (`register_learner`, `register_policy`) `learner.name` and `policy.name` may then name
+            (docs/extending.md): paths to `.py` files (from the current folder) or module names (found from
+            the current folder, then on the Python path). The run records each file's SHA-256.
     """
 
     name: str = "run"
@@ -175,6 +179,7 @@ class ExperimentConfig:
     num_threads: int = 2
     device: str = "auto"
     init_from: Optional[str] = None
+    plugins: list[str] = field(default_factory=list)
     data: DataConfig = field(default_factory=DataConfig)
     env: EnvSettings = field(default_factory=EnvSettings)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -232,7 +237,21 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
             raise LiberoError(f"bad override {override!r}: {e}") from None
         sources.append((f"override {override}", layer))
     _check_values(cfg, sources)
+    from libero_ll.experiments.plugins import import_plugins
+
+    import_plugins(OmegaConf.select(cfg, "plugins"), where=f"{_source(sources, 'plugins')}plugins",
+                   started_in=_run_started_in(Path(path)) if path else None)
     return cfg
+
+
+def _run_started_in(path: Path) -> str | None:
+    """For a run's own config.yaml, the folder its first session was started from (environment.json)."""
+    from libero_ll.experiments.environment import load_sessions
+
+    if path.name != "config.yaml" or not (path.parent / "environment.json").is_file():
+        return None
+    sessions = load_sessions(path.parent)
+    return str(sessions[0].get("cwd") or "") or None if sessions else None
 
 
 def _check_values(cfg, sources: list) -> None:

@@ -1,7 +1,8 @@
 """What a run ran on, written to RUN_DIR/environment.json: one entry per session of the run (its start, then
 each resume), each with the command, the folder it ran from, the machine and device, and the versions of
 the software that shapes results (libero_ll and its git commit when run from a checkout, torch, numpy,
-MuJoCo, robosuite), and the pretrained file a session loaded (`init_from`). Results differ between versions
+MuJoCo, robosuite), the pretrained file a session loaded (`init_from`), and the code of its own a run imported
+(`plugins`: each file and its SHA-256). Results differ between versions
 and devices; this file says which gave a run's.
 
     {"version": 1, "sessions": [{"started": "2026-11-26T21:50:02+00:00", "resumed": false,
@@ -60,9 +61,10 @@ def device_name(device) -> str:
     return f"cpu ({_cpu_name()})"
 
 
-def describe(device, resumed: bool, init_from: str | None = None) -> dict:
+def describe(device, resumed: bool, init_from: str | None = None, plugins: list[dict] | None = None) -> dict:
     """This session's entry of environment.json; `init_from`, the pretrained file the session loaded, is
-    recorded when it loaded one."""
+    recorded when it loaded one, and `plugins` (`libero_ll.experiments.plugins.plugin_files`) when the run
+    imports any."""
     import torch
 
     import libero_ll
@@ -90,18 +92,21 @@ def describe(device, resumed: bool, init_from: str | None = None) -> dict:
         "versions": versions,
         "git": _git(REPO_ROOT),
         **({"init_from": str(init_from)} if init_from else {}),
+        **({"plugins": list(plugins)} if plugins else {}),
     }
 
 
-def record_session(run_dir: Path, device, resumed: bool, init_from: str | None = None) -> list[dict]:
+def record_session(run_dir: Path, device, resumed: bool, init_from: str | None = None,
+                   plugins: list[dict] | None = None) -> list[dict]:
     """Append this session's entry to RUN_DIR/environment.json (written atomically) and return the sessions
     recorded before it, oldest first. A file that cannot be read as one is kept beside it as
-    environment.json.unreadable, not overwritten. `init_from`: the pretrained file the session loaded."""
+    environment.json.unreadable, not overwritten. `init_from`: the pretrained file the session loaded;
+    `plugins`: the run's own code (`plugin_files`)."""
     from libero_ll.experiments.lifelong import write_json
 
     path = Path(run_dir) / ENVIRONMENT_FILE
     sessions = load_sessions(run_dir)
     if not sessions and path.exists():
         os.replace(path, path.with_name(ENVIRONMENT_FILE + ".unreadable"))
-    write_json(path, {"version": VERSION, "sessions": [*sessions, describe(device, resumed, init_from)]})
+    write_json(path, {"version": VERSION, "sessions": [*sessions, describe(device, resumed, init_from, plugins)]})
     return sessions

@@ -33,6 +33,7 @@ from libero_ll.experiments.checkpoint import (
 from libero_ll.evaluation.runs import PROGRESS_FILE, load_sessions
 from libero_ll.experiments.config import ABSENT, first_difference, first_line
 from libero_ll.experiments.environment import record_session
+from libero_ll.experiments.plugins import changed_plugins, plugin_files, resolved
 from libero_ll.experiments.run_files import RunLog, hold_run_dir, keep_task_files, run_task_files
 from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
 
@@ -225,9 +226,12 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         run_log.open(run_dir)
         keep_task_files(run_dir, tasks)
         # The sessions before this one; this one's entry names the pretrained file it loaded.
-        sessions = record_session(run_dir, device, resumed=resume is not None, init_from=source)
+        plugins = plugin_files(cfg.plugins)
+        sessions = record_session(run_dir, device, resumed=resume is not None, init_from=source, plugins=plugins)
         if resume is not None:
             _data_dir_as_started(cfg, sessions, log)
+            for change in changed_plugins(sessions[0].get("plugins") if sessions else None, plugins):
+                log(f"warning: {change}; the run goes on with the code as it is now")
 
         # 2. demonstrations
         t_demos = time.time()
@@ -258,8 +262,10 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         if overlap:
             from libero_ll.experiments.background_eval import BackgroundEvaluator
 
+            # The evaluation process imports the run's plugins itself, from where this process found them.
+            sent = {**OmegaConf.to_container(cfg, resolve=True), "plugins": resolved(cfg.plugins)}
             background = BackgroundEvaluator(
-                OmegaConf.to_container(cfg, resolve=True), tasks, env_cfg, str(cfg.policy.name), policy_cfg,
+                sent, tasks, env_cfg, str(cfg.policy.name), policy_cfg,
                 shape_meta, init_states, embs, str(device), eval_workers, int(cfg.eval.envs_per_worker),
             )
             log(f"evaluating alongside training (eval.overlap) in a process of its own with {eval_workers} "
@@ -317,7 +323,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             global_epoch, resources = int(saved["global_epoch"]), list(saved["resources"])
             best, best_index, best_state = float(saved["best"]), int(saved["best_index"]), saved["best_state"]
             tensor.save(run_dir / "success.json")
-            write_resources(run_dir / "resources.json", resources)
+            write_resources(run_dir / "resources.json", resources, learner.memory_is_samples)
             if pos.stage >= len(stages):
                 log(f"resuming {run_dir}: the run had finished, nothing left to train")
             else:
@@ -501,7 +507,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                     names[j], j, num_params, learner.params_used(j), learner.memory_bytes(), windows, macs,
                     _data_size(cfg, names[j]),
                 ))
-            write_resources(run_dir / "resources.json", resources)
+            write_resources(run_dir / "resources.json", resources, learner.memory_is_samples)
             save_state(s + 1, "start", 0)
             since = since_resume if s == pos.stage else ""
             log(f"stage {s + 1}/{len(stages)} {label} done in {time.time() - t0:.0f}s{since} "
@@ -1111,7 +1117,13 @@ def check_components(cfg, check_init: bool = True, check_suite: bool = True, che
         )
     check_device_name(cfg.device)
     policy_cls = POLICIES.get(str(cfg.policy.name))
-    coerce_config(policy_cls.config_class, policy_config(cfg))
+    try:
+        coerce_config(policy_cls.config_class, policy_config(cfg))
+    except LiberoError as e:
+        raise LiberoError(
+            f"policy {cfg.policy.name}: {e} (the keys under policy.cfg go to whichever policy is chosen; those "
+            f"under policy.by_name.NAME only to that one)"
+        ) from None
     for name, keys in OmegaConf.to_container(cfg.policy.by_name, resolve=True).items():
         try:
             coerce_config(POLICIES.get(str(name)).config_class, keys or {})

@@ -42,8 +42,11 @@ def task_entry(task: str, index: int, params: int, params_used: int, memory_byte
     return entry
 
 
-def write_resources(path: Path, entries: list[dict]) -> None:
-    """Write {"version": 1, "tasks": entries} atomically.
+def write_resources(path: Path, entries: list[dict], memory_is_samples: bool | None = None) -> None:
+    """Write {"version": 1, "tasks": entries, "memory_is_samples": ...} atomically.
+
+    `memory_is_samples` (the learner's own `memory_is_samples`; left out when None): whether the learner's
+    memory is stored training samples, counted by SSS rather than MS.
 
     Each entry: task (name), index (0-based learning order), params (parameters of the policy),
     params_used (parameters in use for this task), memory_bytes (bytes the learner keeps after this task),
@@ -52,7 +55,10 @@ def write_resources(path: Path, entries: list[dict]) -> None:
     task's training data: bytes of its demos' arrays, windows in one epoch of them).
     """
     path = Path(path)
-    text = json.dumps({"version": VERSION, "tasks": entries}, indent=1)
+    data = {"version": VERSION, "tasks": entries}
+    if memory_is_samples is not None:
+        data["memory_is_samples"] = bool(memory_is_samples)
+    text = json.dumps(data, indent=1)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o644)  # mkstemp creates it private; results are meant to be read by others

@@ -146,6 +146,9 @@ class Learner:
     # Whether `eval_context` makes each task a network of its own from state beyond the weights (restored by
     # `load_eval_state`); False here, every task is evaluated with the weights as they are.
     per_task_networks: bool = False
+    # Whether `memory_bytes` are stored training samples (replay), which the resource metrics count against
+    # the data seen (SSS) rather than as model size (MS); False here.
+    memory_is_samples: bool = False
 
     def __init__(self, policy, train: TrainConfig, options: dict):
         self.check_options(options)

@@ -21,6 +21,7 @@ class ER(Learner):
     """
 
     options = {"memory_demos": 1000, "replay_batch_size": 32}
+    memory_is_samples = True  # the memory is demos kept for replay
 
     def __init__(self, policy, train, options):
         super().__init__(policy, train, options)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from libero_ll.registry import Registry
 
-LEARNERS: Registry = Registry("learner")
+LEARNERS: Registry = Registry(
+    "learner", hint="one of your own is named once its code is imported: plugins=[FILE.py] (docs/extending.md)"
+)
 register_learner = LEARNERS.register
 
 

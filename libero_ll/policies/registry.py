@@ -6,7 +6,9 @@ from typing import Any, Mapping
 
 from libero_ll.registry import Registry
 
-POLICIES: Registry = Registry("policy")
+POLICIES: Registry = Registry(
+    "policy", hint="one of your own is named once its code is imported: plugins=[FILE.py] (docs/extending.md)"
+)
 register_policy = POLICIES.register
 
 
