@@ -33,7 +33,7 @@ from libero_ll.experiments.checkpoint import (
 from libero_ll.evaluation.runs import PROGRESS_FILE, load_sessions
 from libero_ll.experiments.config import ABSENT, first_difference, first_line
 from libero_ll.experiments.environment import record_session
-from libero_ll.experiments.plugins import changed_plugins, plugin_files, resolved
+from libero_ll.experiments.plugins import changed_plugins, import_plugins, plugin_files, resolved
 from libero_ll.experiments.run_files import RunLog, hold_run_dir, keep_task_files, run_task_files
 from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
 
@@ -166,6 +166,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
     from libero_ll.policies.language import encode_instructions
 
     t_call = time.time()
+    import_plugins(cfg.plugins)  # a config built by hand, or sent to a sweep's worker, has not imported them
     if max_stages is not None and int(max_stages) < 1:
         raise LiberoError(f"the number of stages to train in one call must be at least 1, got {max_stages}")
     saved = None

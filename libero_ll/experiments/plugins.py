@@ -9,7 +9,8 @@ ones are (docs/extending.md). An entry is either
   by name in the processes a run starts (evaluation workers, the evaluation beside training, a sweep's runs);
 - or a module name (`my_lab.learners`), looked up from the current folder, then on the Python path.
 
-Every process that loads a config imports its plugins (`load_config`); a module is imported once per process.
+Every process that loads a config (`load_config`) or runs one (`run_lifelong`, a sweep's runs) imports its
+plugins; a module is imported once per process.
 A run records each plugin's file and its SHA-256 in environment.json, and a resume says when a file has
 changed since the run started.
 """
@@ -45,6 +46,9 @@ def import_plugins(entries, where: str = "plugins", started_in: str | None = Non
         entry = str(entry).strip()
         if not entry:
             raise LiberoError(f"{where}: an empty entry; name a .py file or a module")
+        if _loaded(entry) is not None:  # imported by this process already (a resume found it where it started)
+            modules.append(_loaded(entry))
+            continue
         if _is_file(entry):
             modules.append(_import_file(entry, where, started_in))
         else:

@@ -165,7 +165,18 @@ def test_the_example_learner_resumes_as_an_uninterrupted_run(tmp_path, smoke_dat
         return make_smoke_config(tmp_path / folder, smoke_data, *FAST, plugin, "learner.name=l2",
                                  "learner.options.lambda=100")
 
-    whole = run_lifelong(config("whole"), log=lambda s: None, envs=smoke_envs)
+    # Built as a sweep's worker builds its run's config, from a plain mapping, without load_config: the run
+    # imports its plugins itself.
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.config import ExperimentConfig
+
+    plain = OmegaConf.to_container(make_smoke_config(tmp_path / "whole", smoke_data, *FAST), resolve=True)
+    plain["plugins"] = [str(tmp_path / "code" / "l2_learner.py")]
+    plain["learner"].update(name="l2", options={"lambda": 100.0})
+    assert "l2" not in LEARNERS
+    whole = run_lifelong(OmegaConf.merge(OmegaConf.structured(ExperimentConfig), plain), log=lambda s: None,
+                         envs=smoke_envs)
     paused = run_lifelong(config("paused"), log=lambda s: None, envs=smoke_envs, max_stages=1)
     anchor = torch.load(paused / "resume.pt", weights_only=True)["learner"]["anchor"]
     first = weights(paused, "checkpoints/task00_best.pt")
