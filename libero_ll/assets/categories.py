@@ -29,15 +29,17 @@ def affordances() -> dict[str, list[str]]:
 
 
 def category_facts() -> dict:
-    """Category name → its CategoryFacts (kind, what Open/Close/TurnOn/TurnOff act on), the form the BDDL
-    validator takes for the checks that need more than region names."""
+    """Category name → its CategoryFacts (kind, what Open/Close/TurnOn/TurnOff act on, which regions things go
+    In and which they stand On), the form the BDDL validator takes for the checks that need more than region
+    names."""
     from libero_ll.bddl.validate import CategoryFacts
 
     out = {}
     for name in CATEGORIES:
         model = CATEGORIES.get(name)
         controls = {region: model.part(part).joint.kind for region, part in model.controls}
-        out[name] = CategoryFacts(model.kind, controls)
+        relations = {r.name: tuple(r.relations) for r in model.all_regions}
+        out[name] = CategoryFacts(model.kind, controls, relations)
     return out
 
 

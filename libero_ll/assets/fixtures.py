@@ -88,6 +88,7 @@ def _cabinet(category: str, body_rgba, front_rgba, handle_rgba, description: str
             f"{name}_region",
             (xc + 0.002, 0.0, floor_z + 0.004 + inner_h / 2),
             (dx - 0.012, wy - 0.016, inner_h / 2),
+            relations=("in",),
         )
         parts.append(
             Part(
@@ -99,7 +100,7 @@ def _cabinet(category: str, body_rgba, front_rgba, handle_rgba, description: str
                 handle=(hx + HANDLE_STANDOFF, 0.0, 0.0),
             )
         )
-    regions_top.append(Region("top_side", (0.0, 0.0, hz + 0.005), (hx - 0.01, hy - 0.01, 0.005)))
+    regions_top.append(Region("top_side", (0.0, 0.0, hz + 0.005), (hx - 0.01, hy - 0.01, 0.005), relations=("on",)))
     return Model(
         category,
         "fixture",
@@ -190,8 +191,9 @@ def _microwave() -> Model:
         "heating_region",
         ((cavity_x0 + cavity_x1) / 2, (cavity_y0 + cavity_y1) / 2, (cavity_z0 + cavity_z1) / 2),
         ((cavity_x1 - cavity_x0) / 2 - 0.01, (cavity_y1 - cavity_y0) / 2 - 0.01, (cavity_z1 - cavity_z0) / 2),
+        relations=("in",),
     )
-    top = Region("top_side", (-door_t / 2, 0.0, hz + 0.005), (hx - 0.02, hy - 0.02, 0.005))
+    top = Region("top_side", (-door_t / 2, 0.0, hz + 0.005), (hx - 0.02, hy - 0.02, 0.005), relations=("on",))
     return Model(
         "microwave",
         "fixture",
@@ -235,7 +237,7 @@ def _stove() -> Model:
         ),
         handle=(0.0, 0.0, 0.026),
     )
-    cook = Region("cook_region", (*burner_xy, hz + 0.01), (0.065, 0.065, 0.01))
+    cook = Region("cook_region", (*burner_xy, hz + 0.01), (0.065, 0.065, 0.01), relations=("on",))
     return Model(
         "flat_stove",
         "fixture",
@@ -269,7 +271,9 @@ def _wine_rack() -> Model:
     for i in range(slots + 1):
         y = -hy + t / 2 + i * (slot + t)
         geoms.append(_box((hx - t, t / 2, wall_h / 2), (0, y, wz), wood))
-    top = Region("top_region", (0.0, 0.0, -hz + base_t + 0.04), (slot / 2, hy - t, 0.04))
+    # Bottles stand On the rack (as LIBERO's files say): a standing bottle's centre is above this box, so In
+    # would never hold.
+    top = Region("top_region", (0.0, 0.0, -hz + base_t + 0.04), (slot / 2, hy - t, 0.04), relations=("on",))
     return Model(
         "wine_rack",
         "fixture",
@@ -300,9 +304,10 @@ def _shelf() -> Model:
     ]
     layer_h = hz - 1.5 * t
     inner = (hx - 0.02, hy - t - 0.01, layer_h / 2)
-    bottom = Region("bottom_region", (0.005, 0.0, -hz + t + layer_h / 2), inner)
-    top = Region("top_region", (0.005, 0.0, t / 2 + layer_h / 2), inner)
-    top_side = Region("top_side", (0.0, 0.0, hz + 0.005), (hx - 0.01, hy - 0.01, 0.005))
+    # A layer takes both: a thing stands on its board, inside the shelf (LIBERO's files say In, ours On).
+    bottom = Region("bottom_region", (0.005, 0.0, -hz + t + layer_h / 2), inner, relations=("in", "on"))
+    top = Region("top_region", (0.005, 0.0, t / 2 + layer_h / 2), inner, relations=("in", "on"))
+    top_side = Region("top_side", (0.0, 0.0, hz + 0.005), (hx - 0.01, hy - 0.01, 0.005), relations=("on",))
     return Model(
         "wooden_two_layer_shelf",
         "fixture",
@@ -341,11 +346,12 @@ def _caddy() -> Model:
     xc = (hx - t + split + t / 2) / 2
     side_y = (hy - t - t / 2) / 2
     side_yc = (hy - t + t / 2) / 2
+    inside = ("in",)
     regions = (
-        Region("front_contain_region", (xc, 0.0, zc), (depth - 0.003, hy - t - 0.003, half_z)),
-        Region("back_contain_region", (-xc, 0.0, zc), (depth - 0.003, hy - t - 0.003, half_z)),
-        Region("left_contain_region", (0.0, -side_yc, zc), (split - t / 2 - 0.003, side_y - 0.003, half_z)),
-        Region("right_contain_region", (0.0, side_yc, zc), (split - t / 2 - 0.003, side_y - 0.003, half_z)),
+        Region("front_contain_region", (xc, 0.0, zc), (depth - 0.003, hy - t - 0.003, half_z), inside),
+        Region("back_contain_region", (-xc, 0.0, zc), (depth - 0.003, hy - t - 0.003, half_z), inside),
+        Region("left_contain_region", (0.0, -side_yc, zc), (split - t / 2 - 0.003, side_y - 0.003, half_z), inside),
+        Region("right_contain_region", (0.0, side_yc, zc), (split - t / 2 - 0.003, side_y - 0.003, half_z), inside),
     )
     return Model(
         "desk_caddy",

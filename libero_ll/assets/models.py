@@ -8,7 +8,7 @@ predicates read sizes and regions without parsing XML.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -69,11 +69,20 @@ class Region:
         name: the region name used in task files (e.g. "contain_region").
         pos: centre of the box, metres, model frame.
         half_size: half extents of the box, metres.
+        relations: the predicates that put a thing at the region: ("on",) for a surface things stand On (a
+            cabinet's top, a burner, a wine rack's slots), ("in",) for the inside of a container that things go
+            In (a drawer, a basket, the microwave, a caddy's compartment), ("in", "on") for a shelf's layer (a
+            thing stands on its board, inside the shelf) and, by default, for a region that says neither. The
+            task-file validator reports In of a surface and warns of On of a container's inside.
     """
 
     name: str
     pos: tuple[float, float, float]
     half_size: tuple[float, float, float]
+    # Left out of the repr, which the scene's fingerprint hashes (envs/init_states.py): which predicates a
+    # task file may use of a region changes nothing of the simulated scene, so stored initial states and
+    # demos stay current.
+    relations: tuple[str, ...] = field(default=("in", "on"), repr=False)
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,9 @@ def _rim_grasp(radius: float, top: float) -> Grasp:
 
 def _contain_region(inner_x: float, inner_y: float, floor_top: float, height: float) -> Region:
     """The inside of an open container: from its floor up to `height` above it (tall things stick out)."""
-    return Region("contain_region", (0.0, 0.0, floor_top + height / 2), (inner_x, inner_y, height / 2))
+    return Region(
+        "contain_region", (0.0, 0.0, floor_top + height / 2), (inner_x, inner_y, height / 2), relations=("in",)
+    )
 
 
 # ---------------------------------------------------------------- bowls, plates, ramekin

@@ -40,10 +40,14 @@ class CategoryFacts:
         controls: what Open/Close/TurnOn/TurnOff of an instance act on: a region name of the category
             ("top_region" for a cabinet's top drawer), or "" for the instance itself, mapped to the kind of
             joint they move ("drawer", "door" or "knob").
+        relations: region name of the category → the predicates that put a thing there: ("on",) for a
+            surface (a cabinet's top_side), ("in",) for the inside of a container (a drawer, a basket),
+            ("in", "on") for either (a shelf's layer); a region left out is not checked.
     """
 
     kind: str
     controls: Mapping[str, str] = field(default_factory=dict)
+    relations: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 class BddlWarning(UserWarning):
@@ -90,6 +94,7 @@ class _Validator:
         self.check_interest()
         for p in spec.init:
             self.check_predicate(p, ":init")
+        self.check_placed()
         for p in iter_atoms(spec.goal):
             self.check_predicate(p, ":goal")
         if isinstance(spec.goal, And) and not spec.goal.children:
@@ -118,6 +123,30 @@ class _Validator:
                     f"'{inst}' is the name of a category, but this instance is of category {category}: "
                     f"is a ' - ' missing before '{inst}' on its line?",
                 )
+
+    def check_placed(self) -> None:
+        """Every object, and every fixture but the workspace (known from the facts), is placed by an :init On
+        or In. The scene builds one that is not, but leaves it where its model was made: at the world's origin,
+        at floor level (under the table of a table scene), out of the robot's reach and view."""
+        spec = self.spec
+        placed = {p.args[0] for p in spec.init if p.name in ("on", "in") and p.args}
+        for inst, category in self.instances.items():
+            if inst in placed:
+                continue
+            facts = self.facts.get(category)
+            if facts is not None and facts.kind == "workspace":
+                continue
+            if inst in spec.objects:
+                what = "object"
+            elif facts is not None and facts.kind == "fixture":
+                what = "fixture"
+            else:
+                continue  # a fixture that may be the workspace: without the facts, nothing to say
+            self.warn(
+                spec.decl_locs.get(inst),
+                f"the {what} '{inst}' is declared but no :init predicate places it (On or In something); the "
+                "scene would leave it at the world's origin, at floor level (under the table of a table scene)",
+            )
 
     def check_region(self, region: Region) -> None:
         at = region.locs.get
@@ -247,7 +276,8 @@ class _Validator:
         return owners[0], arg[len(owners[0]) + 1 :]
 
     def check_pair(self, p: Predicate, where_kind: str) -> None:
-        """On(a, b) and In(a, b): two different things, something that can carry a, a container for In."""
+        """On(a, b) and In(a, b): two different things, something that can carry a, a container for In (and
+        a warning for On of a container's inside)."""
         spelled = PREDICATE_SPELLING[p.name]
         a, b = p.args
         if a == b:
@@ -282,9 +312,20 @@ class _Validator:
                 "fixtures stand on the workspace or on other fixtures",
             )
             return
-        if p.name != "in":
-            return
         region = self.spec.regions.get(b)
+        relations = None  # the predicates the asset library says put a thing at an affordance region
+        if where_kind != "instance" and not (region is not None and region.ranges):
+            support_facts = self.facts.get(self.instances[support])
+            relations = support_facts.relations.get(site) if support_facts is not None else None
+        whose = f"region {site} of the {self.instances[support]} '{support}'"
+        if p.name != "in":
+            if relations is not None and "on" not in relations:
+                self.warn(
+                    self.arg_loc(p, 1),
+                    f"On of '{b}', the inside of a container ({whose}): things go In it; On also holds for a "
+                    "thing resting above it (on the cabinet over a drawer), so write In",
+                )
+            return
         listed = self.categories.get(self.instances[support], ()) if self.categories is not None else None
         if where_kind == "instance":
             hint = ""
@@ -304,6 +345,12 @@ class _Validator:
                 self.arg_loc(p, 1),
                 f"In takes a region of a container (a drawer, basket, compartment), but '{b}' is a region "
                 "with :ranges on a surface; use On for it",
+            )
+        elif relations is not None and "in" not in relations:
+            self.add(
+                self.arg_loc(p, 1),
+                f"In takes a region of a container (a drawer, basket, compartment), but '{b}' is a surface "
+                f"({whose}) that things stand On; use On for it",
             )
 
     def check_joint(self, p: Predicate, kind: str) -> None:

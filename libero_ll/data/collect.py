@@ -434,7 +434,8 @@ def collect(
         One CollectStats per task, in the order given.
     Raises:
         LiberoError: bad arguments, a missing or invalid task file, or an unfinished collection with
-            other settings. What was settled before an error or interruption stays on disk.
+            other settings. What was settled before an error or interruption stays on disk; a partial
+            folder that settled nothing is removed, with the folders above it that the call made.
     """
     for what, value in (("demos", num_demos), ("workers", workers), ("max attempts", max_attempts),
                         ("max steps", max_steps)):
@@ -448,57 +449,94 @@ def collect(
         twice = sorted(n for n in set(names) if names.count(n) > 1)
         raise LiberoError(f"two tasks of one collection have the same name: {', '.join(twice)}")
     runs: list[_TaskRun | CollectStats] = []
-    for task_file, out_path in tasks:
-        task_file = Path(task_file)
-        if not task_file.is_file():
-            what = "is a folder, not a task file" if task_file.is_dir() else "does not exist"
-            raise LiberoError(f"task file {task_file} {what}")
-        spec = load_task(task_file)
-        name = task_file.stem
-        dry = out_path is None
-        if not dry and Path(out_path).exists() and not overwrite:
-            info = read_info(out_path)
-            runs.append(CollectStats(name, info.num_demos, 0, 0.0, 0.0, path=Path(out_path), skipped=True))
-            continue
-        job = _Job(
-            task_file=str(task_file),
-            name=name,
-            bddl_text=task_file.read_text(),
-            problem_info={"problem_name": spec.problem_class, "language_instruction": spec.language},
-            partial=None if dry else str(Path(out_path)) + PARTIAL_SUFFIX,
-            seed=int(seed),
-            env_kwargs=asdict(EnvConfig(**{**asdict(env_config), "render": not dry})),
-            max_steps=int(max_steps),
-            max_attempts=1 if dry else int(max_attempts),
-            compression=compression,
-        )
-        settled = {} if dry else _resume(job, overwrite)
-        settled = {i: s for i, s in settled.items() if i < num_demos}
-        runs.append(
-            _TaskRun(job, None if dry else Path(out_path), num_demos,
-                     [i for i in range(num_demos) if i not in settled], settled, len(settled))
-        )
-
-    by_name = {r.job.name: r for r in runs if isinstance(r, _TaskRun)}
-    results: dict[str, CollectStats] = {}
-    for run in by_name.values():
-        if run.resumed and progress:
-            progress(run.job.name, run.resumed, run.requested)
-        if not run.pending:
-            results[run.job.name] = _finish(run)
-    units = [(run.job, i) for run in by_name.values() for i in run.pending]
-    outcomes = _run_units(units, workers)
+    made: list[Path] = []  # folders this call creates (partial folders and the folders above them)
     try:
-        for out in outcomes:
-            run = by_name[out["task"]]
-            run.settled[out["index"]] = {k: out[k] for k in ("kept", "attempts", "length")}
-            if progress:
-                progress(run.job.name, len(run.settled), run.requested)
-            if len(run.settled) == run.requested:
+        for task_file, out_path in tasks:
+            task_file = Path(task_file)
+            if not task_file.is_file():
+                what = "is a folder, not a task file" if task_file.is_dir() else "does not exist"
+                raise LiberoError(f"task file {task_file} {what}")
+            spec = load_task(task_file)
+            name = task_file.stem
+            dry = out_path is None
+            if not dry and Path(out_path).exists() and not overwrite:
+                info = read_info(out_path)
+                runs.append(CollectStats(name, info.num_demos, 0, 0.0, 0.0, path=Path(out_path), skipped=True))
+                continue
+            job = _Job(
+                task_file=str(task_file),
+                name=name,
+                bddl_text=task_file.read_text(),
+                problem_info={"problem_name": spec.problem_class, "language_instruction": spec.language},
+                partial=None if dry else str(Path(out_path)) + PARTIAL_SUFFIX,
+                seed=int(seed),
+                env_kwargs=asdict(EnvConfig(**{**asdict(env_config), "render": not dry})),
+                max_steps=int(max_steps),
+                max_attempts=1 if dry else int(max_attempts),
+                compression=compression,
+            )
+            if not dry:
+                partial = Path(job.partial)
+                made.extend(p for p in (partial, *partial.parents) if not p.exists())
+            settled = {} if dry else _resume(job, overwrite)
+            settled = {i: s for i, s in settled.items() if i < num_demos}
+            runs.append(
+                _TaskRun(job, None if dry else Path(out_path), num_demos,
+                         [i for i in range(num_demos) if i not in settled], settled, len(settled))
+            )
+
+        by_name = {r.job.name: r for r in runs if isinstance(r, _TaskRun)}
+        results: dict[str, CollectStats] = {}
+        for run in by_name.values():
+            if run.resumed and progress:
+                progress(run.job.name, run.resumed, run.requested)
+            if not run.pending:
                 results[run.job.name] = _finish(run)
-    finally:
-        outcomes.close()  # stops the workers now, also when this raises or is interrupted
-    return [r if isinstance(r, CollectStats) else results[r.job.name] for r in runs]
+        units = [(run.job, i) for run in by_name.values() for i in run.pending]
+        outcomes = _run_units(units, workers)
+        try:
+            for out in outcomes:
+                run = by_name[out["task"]]
+                run.settled[out["index"]] = {k: out[k] for k in ("kept", "attempts", "length")}
+                if progress:
+                    progress(run.job.name, len(run.settled), run.requested)
+                if len(run.settled) == run.requested:
+                    results[run.job.name] = _finish(run)
+        finally:
+            outcomes.close()  # stops the workers now, also when this raises or is interrupted
+        return [r if isinstance(r, CollectStats) else results[r.job.name] for r in runs]
+    except BaseException:
+        # A collection that stops (an error, Ctrl-C) keeps every settled demo index for the next run, and leaves
+        # no folder behind that holds none.
+        _remove_unsettled(runs, made)
+        raise
+
+
+def _settles_something(partial: Path) -> bool:
+    """Whether a partial folder holds a settled demo index (a kept demo, or an index given up)."""
+    for path in partial.iterdir():
+        stem = path.stem
+        if path.suffix in (".hdf5", ".failed") and stem.startswith("demo_") and stem[5:].isdigit():
+            return True
+    return False
+
+
+def _remove_unsettled(runs: list, made: list[Path]) -> None:
+    """After a collection stopped: remove the partial folders that settle no demo index (their settings file
+    alone is worth nothing), then the folders above them that the collection made and that are now empty."""
+    partials = [Path(r.job.partial) for r in runs if isinstance(r, _TaskRun) and r.job.partial is not None]
+    made_partials = [p for p in made if p.name.endswith(PARTIAL_SUFFIX)]
+    for partial in dict.fromkeys(partials + made_partials):
+        try:
+            if partial.is_dir() and not _settles_something(partial):
+                shutil.rmtree(partial)
+        except OSError:
+            pass  # a folder that cannot be read or removed is left as it is
+    for folder in sorted(set(made), key=lambda p: len(p.parts), reverse=True):
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            pass
 
 
 def collect_task(

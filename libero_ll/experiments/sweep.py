@@ -24,13 +24,16 @@ the others; a run directory whose config no longer matches the sweep file is an 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import os
 import re
 import shutil
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,18 +116,20 @@ class Sweep:
 
 
 def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = None,
-               overrides: list[str] | None = None) -> Sweep:
+               overrides: list[str] | None = None, check_init: bool = True) -> Sweep:
     """Read a sweep file and expand it into runs, checking every run's config before anything runs.
 
     Args:
         path: the sweep file (YAML, see the module's docstring).
         output_dir: overrides the file's `output_dir`.
         overrides: "key=value" overrides of every run, after the file's own (e.g. data.dir=/data/quickstart).
+        check_init: require that every run's `init_from` names a checkpoint now; False lists a sweep whose
+            pretraining run is not there yet (see missing_init_from; run_sweep checks the runs it starts).
 
     Raises:
         LiberoError: naming the file and the key (or run) that is wrong: bad YAML, an unknown key, a value of
             the wrong kind, an override the config does not have, two runs in one directory, a config file
-            that does not exist.
+            that does not exist, an `init_from` that names nothing (with `check_init`).
     """
     import yaml
 
@@ -175,14 +180,14 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
     for variant in variants:
         vkey = [f"{k}={_label(v)}" for k, v in variant if k in varying]
         label = ", ".join(f"{k}={_label(v)}" for k, v in variant if k in varying and k not in METHOD_KEYS)
-        first = _run_config(sweep, base + variant, None, None, out, f"run {'_'.join(vkey) or name}")
+        first = _run_config(sweep, base + variant, None, None, out, f"run {'_'.join(vkey) or name}", check_init)
         run_orders = _orders(first, orders, order_seed, fail)
         for seed in seeds if seeds is not None else [int(first.seed)]:
             for k, order in enumerate(run_orders):
                 parts = vkey + [f"seed{seed}"] + ([f"order{k + 1}"] if len(run_orders) > 1 else [])
                 key = _dir_name("_".join(parts))
                 cfg = _run_config(sweep, base + variant, seed, order if isinstance(orders, list) or k else None,
-                                  out, f"run {key}")
+                                  out, f"run {key}", check_init)
                 sweep.runs.append(SweepRun(key, label, variant, seed, k + 1 if len(run_orders) > 1 else None, cfg,
                                            out / key))
     seen: set[str] = set()
@@ -298,7 +303,8 @@ def _dir_name(text: str) -> str:
     return name
 
 
-def _run_config(sweep: Sweep, overrides: list, seed: int | None, tasks: list[str] | None, out: Path, what: str):
+def _run_config(sweep: Sweep, overrides: list, seed: int | None, tasks: list[str] | None, out: Path, what: str,
+                check_init: bool = True):
     from libero_ll.experiments.config import load_config
     from libero_ll.experiments.lifelong import check_components
 
@@ -309,7 +315,7 @@ def _run_config(sweep: Sweep, overrides: list, seed: int | None, tasks: list[str
         cfg = load_config(sweep.config, strings)
         if tasks is not None:
             cfg.tasks = list(tasks)
-        check_components(cfg)
+        check_components(cfg, check_init=check_init)
     except LiberoError as e:
         raise LiberoError(f"{sweep.path}: {what}: {e}") from None
     return cfg
@@ -332,6 +338,20 @@ def _orders(cfg, orders, order_seed: int, fail) -> list[list[str]]:
         return permuted_orders(names, orders, order_seed)
     except LiberoError as e:
         fail("task_orders", str(e))
+
+
+def missing_init_from(run: SweepRun) -> str | None:
+    """Why the run's `init_from` names no checkpoint now (no file or run directory matches, or that run has not
+    finished), or None: it names one, or the run has no init_from."""
+    from libero_ll.experiments.checkpoint import resolve_init_from
+
+    if not run.cfg.init_from:
+        return None
+    try:
+        resolve_init_from(str(run.cfg.init_from))
+    except LiberoError as e:
+        return str(e)
+    return None
 
 
 def check_existing(run: SweepRun) -> None:
@@ -475,8 +495,9 @@ def run_sweep(sweep: Sweep, address: str | None = None, cpus: int | None = None,
 
     Raises:
         LiberoError: another sweep is running in the same output folder, a started run's config no longer
-            matches, a run needs more CPUs or GPUs than the cluster has, or the cluster at `address` cannot
-            be reached (nothing answers, or it asks for a token the sweep lacks).
+            matches, a run to start has an `init_from` that names nothing, a run needs more CPUs or GPUs than
+            the cluster has, or the cluster at `address` cannot be reached (nothing answers, or it asks for a
+            token the sweep lacks).
     """
     t0 = time.time()
     try:
@@ -514,6 +535,11 @@ def _run_sweep_locked(sweep: Sweep, address, cpus, log, report: bool, command, t
     for r in sweep.runs:
         check_existing(r)
     states = [r.state() for r in sweep.runs]
+    for r, state in zip(sweep.runs, states):
+        # A sweep loaded without check_init: a run that starts now needs what its init_from names.
+        why = missing_init_from(r) if state == "new" else None
+        if why is not None:
+            raise LiberoError(f"{sweep.path}: run {r.key}: {why}")
     todo = [r for r, s in zip(sweep.runs, states) if s != "finished"]
     log(f"sweep {sweep.name}: {len(sweep.runs)} runs in {sweep.output_dir}: {states.count('finished')} "
         f"finished before, {states.count('partial')} to resume, {states.count('new')} to start")
@@ -567,13 +593,14 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
     # Ray's own notices (its token authentication, ...) would drown the sweep's lines: errors only.
     init = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
                 runtime_env={"env_vars": env})
-    if address:
-        _connect(ray, address, init)
-    else:
-        # "local": a Ray of the sweep's own, even where another one runs (ray start) or RAY_ADDRESS is set.
-        # The runs pass the sweep little more than configs: a small object store, not 30% of the memory.
-        ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)), object_store_memory=100 * 2**20,
-                 **init)
+    with _keep_sigterm_handler():
+        if address:
+            _connect(ray, address, init)
+        else:
+            # "local": a Ray of the sweep's own, even where another one runs (ray start) or RAY_ADDRESS is set.
+            # The runs pass the sweep little more than configs: a small object store, not 30% of the memory.
+            ray.init(address="local", num_cpus=cpus or len(os.sched_getaffinity(0)),
+                     object_store_memory=100 * 2**20, **init)
     try:
         total = ray.cluster_resources()
         have_cpus, have_gpus = float(total.get("CPU", 0)), float(total.get("GPU", 0))
@@ -622,6 +649,30 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
         return failed
     finally:
         ray.shutdown()
+
+
+@contextlib.contextmanager
+def _keep_sigterm_handler():
+    """Keep this process's own SIGTERM handler (the command line's, which stops the sweep as Ctrl-C does) across
+    `ray.init`, which puts Ray's in its place: a sys.exit while it connects, then its core worker's, which prints
+    a stack dump. Where this process has no handler of its own, or in another thread than the main one, Ray's
+    stay."""
+    previous = signal.getsignal(signal.SIGTERM)
+    ours = callable(previous) and threading.current_thread() is threading.main_thread()
+    try:
+        yield
+    except SystemExit as e:
+        if not (ours and e.code == signal.SIGTERM):
+            raise
+        # SIGTERM while ray.init ran, taken by Ray's handler: stop as the handler of this process says.
+        try:
+            previous(signal.SIGTERM, None)
+        except BaseException as stop:
+            raise stop from None
+        raise
+    finally:
+        if ours:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _connect(ray, address: str, init: dict) -> None:

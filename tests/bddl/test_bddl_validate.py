@@ -43,7 +43,7 @@ BASE = """\
   (:fixtures main_table - table cabinet_1 - wooden_cabinet)
   (:objects bowl_1 - akita_black_bowl plate_1 - plate)
   (:obj_of_interest bowl_1 cabinet_1)
-  (:init (On bowl_1 main_table_bowl_region) (Close cabinet_1_top_region))
+  (:init (On bowl_1 main_table_bowl_region) (Close cabinet_1_top_region) (On plate_1 main_table_bowl_region))
   (:goal (And (In bowl_1 cabinet_1_top_region) (Open cabinet_1_top_region))))
 """
 
@@ -110,7 +110,8 @@ CASES = [
      "the language instruction is empty"),
     ("empty goal", variant("(And (In bowl_1 cabinet_1_top_region) " + OPEN_GOAL + ")", "(And)"), 15, 11,
      "the goal is empty"),
-    ("region named like an instance", variant("plate_1 - plate", "main_table_bowl_region - plate"), 5, 6,
+    ("region named like an instance", variant("plate_1 - plate", "plate_1 - plate main_table_bowl_region - plate"),
+     5, 6,
      "region 'main_table_bowl_region' has the same name as an instance"),
     ("On of a thing on itself", variant(ON_INIT, "(On bowl_1 bowl_1)"), 14, 21,
      "On relates two different things, but both arguments are 'bowl_1'"),
@@ -241,11 +242,14 @@ FACTS = {
     "akita_black_bowl": CategoryFacts("object"),
     "plate": CategoryFacts("object"),
     "wooden_cabinet": CategoryFacts(
-        "fixture", {"top_region": "drawer", "middle_region": "drawer", "bottom_region": "drawer"}
+        "fixture",
+        {"top_region": "drawer", "middle_region": "drawer", "bottom_region": "drawer"},
+        {"top_region": ("in",), "middle_region": ("in",), "bottom_region": ("in",), "top_side": ("on",)},
     ),
-    "flat_stove": CategoryFacts("fixture", {"": "knob", "cook_region": "knob"}),
+    "flat_stove": CategoryFacts("fixture", {"": "knob", "cook_region": "knob"}, {"cook_region": ("on",)}),
+    "wooden_two_layer_shelf": CategoryFacts("fixture", {}, {"top_region": ("in", "on"), "top_side": ("on",)}),
 }
-WITH_STOVE = {**CATEGORIES, "flat_stove": ["cook_region"]}
+WITH_STOVE = {**CATEGORIES, "flat_stove": ["cook_region"], "wooden_two_layer_shelf": ["top_region", "top_side"]}
 
 
 def with_stove(text):
@@ -266,6 +270,14 @@ FACT_CASES = [
      "'cabinet_1_top_region' is a drawer: it is opened or closed (Open, Close); only a knob is turned on or off"),
     ("Open of a knob", with_stove(variant(OPEN_GOAL, "(Open stove_1)")), 15, 54,
      "'stove_1' is a knob: it is turned on or off (TurnOn, TurnOff), not opened"),
+    # A cabinet's top is a surface, its drawers are containers: (In x cabinet_1_top_side) is never meant.
+    ("In of a surface the file declares as a region", variant(IN_GOAL, "(In bowl_1 cabinet_1_top_side)"), 15, 26,
+     "In takes a region of a container (a drawer, basket, compartment), but 'cabinet_1_top_side' is a surface "
+     "(region top_side of the wooden_cabinet 'cabinet_1') that things stand On; use On for it"),
+    ("In of a surface in the init", variant(ON_INIT, "(In bowl_1 cabinet_1_top_side)"), 14, 21,
+     "'cabinet_1_top_side' is a surface (region top_side of the wooden_cabinet 'cabinet_1')"),
+    ("In of a burner", with_stove(variant(IN_GOAL, "(In bowl_1 stove_1_cook_region)")), 15, 26,
+     "'stove_1_cook_region' is a surface (region cook_region of the flat_stove 'stove_1') that things stand On"),
 ]
 
 
@@ -284,6 +296,95 @@ def test_the_facts_accept_what_the_predicates_can_act_on():
         assert validate(parse_string(text), WITH_STOVE, FACTS) == []
 
 
+def with_shelf(text):
+    """BASE with a two-layer shelf, placed on the table."""
+    return text.replace("cabinet_1 - wooden_cabinet)", "cabinet_1 - wooden_cabinet shelf_1 - wooden_two_layer_shelf)"
+                        ).replace("(Close cabinet_1_top_region)", "(Close cabinet_1_top_region) (On shelf_1 main_table)")
+
+
+def test_on_of_a_containers_inside_is_a_warning():
+    # On holds over a drawer's region also for a bowl on top of the closed cabinet: In is what is meant.
+    spec = parse_string(variant(IN_GOAL, "(On bowl_1 cabinet_1_top_region)"), "t.bddl")
+    assert validate_with_warnings(spec, CATEGORIES) == ([], [])  # without the facts, not checked
+    errors, warnings = validate_with_warnings(spec, CATEGORIES, FACTS)
+    assert errors == []
+    [w] = [w for w in warnings if "container" in w.message]
+    assert (w.path, w.line, w.col) == ("t.bddl", 15, 26)
+    assert w.message == (
+        "On of 'cabinet_1_top_region', the inside of a container (region top_region of the wooden_cabinet "
+        "'cabinet_1'): things go In it; On also holds for a thing resting above it (on the cabinet over a drawer), "
+        "so write In"
+    )
+
+
+def test_a_region_that_takes_both_and_a_surface_take_what_they_should():
+    # A shelf's layer: LIBERO's files put a thing In it, ours On it. A cabinet's top: On.
+    for goal in ("(In bowl_1 shelf_1_top_region)", "(On bowl_1 shelf_1_top_region)", "(On bowl_1 shelf_1_top_side)",
+                 "(On bowl_1 cabinet_1_top_side)", "(In bowl_1 cabinet_1_middle_region)"):
+        spec = parse_string(with_shelf(variant(IN_GOAL, goal)))
+        errors, warnings = validate_with_warnings(spec, WITH_STOVE, FACTS)
+        assert errors == [] and not [w for w in warnings if "container" in w.message], (goal, errors, warnings)
+    [err] = validate(parse_string(with_shelf(variant(IN_GOAL, "(In bowl_1 shelf_1_top_side)"))), WITH_STOVE, FACTS)
+    assert "'shelf_1_top_side' is a surface (region top_side of the wooden_two_layer_shelf 'shelf_1')" in err.message
+
+
+def test_an_instance_no_init_predicate_places_is_a_warning_at_its_declaration():
+    # The scene builds it but leaves it at the world's origin, under the table: out of reach and out of view.
+    spec = parse_string(variant(" (On plate_1 main_table_bowl_region)", ""), "t.bddl")
+    errors, [w] = validate_with_warnings(spec, CATEGORIES)
+    assert errors == [] and (w.path, w.line, w.col) == ("t.bddl", 12, 39)
+    assert w.message == (
+        "the object 'plate_1' is declared but no :init predicate places it (On or In something); the scene would "
+        "leave it at the world's origin, at floor level (under the table of a table scene)"
+    )
+    # BASE places its objects. Its cabinet stands nowhere: a fixture is named when the facts tell it from the
+    # workspace (the table, which nothing places).
+    assert validate_with_warnings(parse_string(BASE), CATEGORIES) == ([], [])
+    errors, [w] = validate_with_warnings(parse_string(BASE, "t.bddl"), CATEGORIES, FACTS)
+    assert errors == [] and (w.line, w.col) == (11, 33)
+    assert w.message.startswith("the fixture 'cabinet_1' is declared but no :init predicate places it")
+    placed = parse_string(variant("(Close cabinet_1_top_region)", "(Close cabinet_1_top_region) (On cabinet_1 main_table)"))
+    assert validate_with_warnings(placed, CATEGORIES, FACTS) == ([], [])
+
+
+def test_check_names_in_of_a_surface_and_an_unplaced_object_at_their_place(tmp_path, capsys):
+    # The whole way, with the asset library's own facts: `libero-ll check` on the kitchen example, changed.
+    from pathlib import Path
+
+    from libero_ll.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "bddl_tasks/examples/kitchen_put_the_bowl_in_the_top_drawer_and_close_it.bddl"
+    text = example.read_text()
+    goal = "(In akita_black_bowl_1 wooden_cabinet_1_top_region)"
+    plate = "    (On plate_1 kitchen_table_plate_init_region)\n"
+    assert text.count(goal) == 1 and text.count(plate) == 1
+    lines = text.splitlines()
+    goal_at = next((i + 1, line.index(goal) + len("(In akita_black_bowl_1 ") + 1) for i, line in enumerate(lines)
+                   if goal in line)
+    plate_at = next((i + 1, line.index("plate_1") + 1) for i, line in enumerate(lines) if line.strip() == "plate_1 - plate")
+    surface = tmp_path / "in_top_side.bddl"
+    surface.write_text(text.replace(goal, "(In akita_black_bowl_1 wooden_cabinet_1_top_side)"))
+    drawer = tmp_path / "on_drawer.bddl"
+    drawer.write_text(text.replace(goal, "(On akita_black_bowl_1 wooden_cabinet_1_top_region)"))
+    unplaced = tmp_path / "unplaced.bddl"
+    unplaced.write_text(text.replace(plate, ""))
+
+    assert main(["check", str(surface)]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith(f"{surface}:{goal_at[0]}:{goal_at[1]}: In takes a region of a container"), out
+    assert "'wooden_cabinet_1_top_side' is a surface (region top_side of the wooden_cabinet 'wooden_cabinet_1')" in out
+    assert main(["check", str(drawer)]) == 0
+    assert capsys.readouterr().out.startswith(
+        f"{drawer}:{goal_at[0]}:{goal_at[1]}: warning: On of 'wooden_cabinet_1_top_region', the inside of a container")
+    assert main(["check", str(unplaced)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{unplaced}:{plate_at[0]}:{plate_at[1]}: warning: the object 'plate_1' is declared but no :init predicate "
+        "places it (On or In something); the scene would leave it at the world's origin, at floor level (under the "
+        "table of a table scene)",
+        f"{unplaced}: ok",
+    ]
+
+
 def test_every_shipped_task_passes_with_the_asset_librarys_facts():
     # The checks that need the facts must not turn away what LIBERO's own files (and our examples) do.
     from pathlib import Path
@@ -295,8 +396,10 @@ def test_every_shipped_task_passes_with_the_asset_librarys_facts():
     categories, facts = affordances(), category_facts()
     assert {f.kind for f in facts.values()} == {"object", "fixture", "workspace"}
     for path in files:
-        _, problems = check_file(path, categories, facts=facts)
+        found = []
+        _, problems = check_file(path, categories, facts=facts, warnings=found)
         assert problems == [], problems
+        assert found == [], found  # nor warnings: every instance is placed, In and On fit their regions
 
 
 def test_an_instance_named_like_a_category_is_a_warning():
@@ -305,7 +408,9 @@ def test_an_instance_named_like_a_category_is_a_warning():
     spec = parse_string(variant("plate_1 - plate)", "plate_1 plate - akita_black_bowl)"))
     errors, warnings = validate_with_warnings(spec, CATEGORIES)
     assert errors == []
-    [w] = warnings
-    assert (w.line, w.col) == (12, 47)
+    # The bowl named `plate` is placed by no :init predicate either.
+    [w, unplaced] = warnings
+    assert (w.line, w.col) == (unplaced.line, unplaced.col) == (12, 47)
     assert "'plate' is the name of a category, but this instance is of category akita_black_bowl" in w.message
+    assert "the object 'plate' is declared but no :init predicate places it" in unplaced.message
     assert validate_with_warnings(parse_string(BASE), CATEGORIES)[1] == []

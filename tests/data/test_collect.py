@@ -86,6 +86,49 @@ def test_killed_collection_resumes_with_the_same_command(reference_demos, collec
     assert sorted(p.name for p in tmp_path.iterdir()) == [ref.name]
 
 
+def test_a_collection_that_fails_before_any_demo_leaves_nothing(bowl_task, collect_args, monkeypatch, tmp_path,
+                                                                 capsys):
+    """An image size the GL library refuses (here its error, raised where the scene is built) ends with the
+    message alone: no partial folder holding only its settings, no output folder the collection made."""
+    import libero_ll.data.collect as collect_module
+
+    def refused(*args, **kwargs):
+        raise LiberoError("cannot draw 20000x20000 pixel pictures: the GL library refused the offscreen buffer")
+
+    monkeypatch.setattr(collect_module, "LiberoEnv", refused)
+    out = tmp_path / "new" / "demos"
+    assert main([*collect_args, "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "error: cannot draw 20000x20000 pixel pictures: the GL library refused the offscreen buffer\n")
+    assert list(tmp_path.iterdir()) == []
+    # A folder that was there before stays, empty.
+    (tmp_path / "mine").mkdir()
+    assert main([*collect_args, "--out", str(tmp_path / "mine")]) == 2
+    assert list((tmp_path / "mine").iterdir()) == []
+
+
+def test_a_collection_that_fails_after_a_demo_keeps_it(bowl_task, small_env_config, monkeypatch, tmp_path):
+    """Demo 0 settled, demo 1 fails: the partial folder stays with demo 0, and the next run resumes it."""
+    from libero_ll.data.collect import _Collector
+
+    run = _Collector.run
+
+    def fail_on_second(self, job, index):
+        if index == 1:
+            raise LiberoError("the disk is full")
+        return run(self, job, index)
+
+    monkeypatch.setattr(_Collector, "run", fail_on_second)
+    path = tmp_path / "out" / f"{bowl_task.stem}.hdf5"
+    with pytest.raises(LiberoError, match="the disk is full"):
+        collect([(bowl_task, path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS)
+    partial = Path(str(path) + PARTIAL_SUFFIX)
+    assert sorted(p.name for p in partial.iterdir()) == ["collection.json", "demo_0.hdf5"]
+    monkeypatch.setattr(_Collector, "run", run)
+    [stats] = collect([(bowl_task, path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS)
+    assert stats.resumed == 1 and stats.kept == NUM_DEMOS and path.exists() and not partial.exists()
+
+
 def test_file_holds_collection_statistics(reference_demos):
     from libero_ll.experts.expert import EXPERT_VERSION
 

@@ -7,6 +7,7 @@ import contextlib
 import csv
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -184,6 +185,109 @@ def test_shipped_sweeps_expand(tmp_path, monkeypatch):
     # The pretraining study starts from a pretraining run: until there is one, the sweep says so.
     with pytest.raises(LiberoError, match="init_from=.*pretrain_libero90_cpu.*no file or run directory matches"):
         load_sweep(REPO / "configs" / "sweeps" / "pretraining_cpu.yaml")
+
+
+def test_list_works_before_the_run_init_from_names_exists(tmp_path, monkeypatch, capsys):
+    """The pretraining study lists its runs before its pretraining run exists, saying so; the sweep itself
+    refuses to start, naming init_from, and writes nothing."""
+    from libero_ll.experiments.sweep import run_sweep
+
+    monkeypatch.chdir(tmp_path)
+    sweep_file = REPO / "configs" / "sweeps" / "pretraining_cpu.yaml"
+    assert main(["sweep", str(sweep_file), "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == ("6 runs; 3 start from an init_from that is not there yet: the sweep refuses to start "
+                         "until it is")
+    assert [line.split()[0] for line in lines[:-1] if not line.startswith(" ")] == ["new"] * 6
+    notes = [line.strip() for line in lines if line.startswith(" ")]
+    assert notes == ["init_from='runs/pretrain_libero90_cpu_libero_90_mtl_resnet_t_seed100_*': no file or run "
+                     "directory matches"] * 3
+    assert list(tmp_path.iterdir()) == []
+    assert main(["sweep", str(sweep_file)]) == 2
+    assert "init_from='runs/pretrain_libero90_cpu_libero_90_mtl_resnet_t_seed100_*': no file or run directory " \
+           "matches" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    # A sweep loaded without the check is refused by run_sweep, before any run or Ray starts.
+    sweep = load_sweep(sweep_file, check_init=False)
+    with pytest.raises(LiberoError, match=r"run init_from=runs-pretrain.*_seed100: init_from=.*no file or run "
+                                          r"directory matches"):
+        run_sweep(sweep, report=False)
+    assert not sweep.output_dir.exists()
+    # Once the pretraining run has finished, nothing is said.
+    pretrained = tmp_path / "runs" / "pretrain_libero90_cpu_libero_90_mtl_resnet_t_seed100_20260101-000000"
+    pretrained.mkdir(parents=True)
+    (pretrained / "final_policy.pt").write_bytes(b"")
+    assert main(["sweep", str(sweep_file), "--list"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "6 runs"
+
+
+def test_a_sigterm_while_ray_starts_stops_as_the_process_says():
+    """ray.init puts its own SIGTERM handler in place (a sys.exit while it connects): the sweep puts the command
+    line's back, and a SIGTERM taken by Ray's meanwhile stops the sweep as the command line's handler would."""
+    from libero_ll.experiments.sweep import _keep_sigterm_handler
+
+    class Stop(Exception):
+        pass
+
+    def ours(signum, frame):
+        raise Stop
+
+    def like_ray_init(signal_comes: bool):
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+        if signal_comes:
+            raise SystemExit(signal.SIGTERM)
+
+    before = signal.signal(signal.SIGTERM, ours)
+    try:
+        with _keep_sigterm_handler():
+            like_ray_init(False)
+        assert signal.getsignal(signal.SIGTERM) is ours
+        with pytest.raises(Stop):
+            with _keep_sigterm_handler():
+                like_ray_init(True)
+        assert signal.getsignal(signal.SIGTERM) is ours
+        # Another exit is left alone.
+        with pytest.raises(SystemExit):
+            with _keep_sigterm_handler():
+                sys.exit(3)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+@pytest.mark.slow  # about a minute: a local Ray started, a run begun, stopped and continued
+def test_a_sweep_stopped_by_sigterm_says_so_and_its_runs_resume(tmp_path, smoke_data):
+    """`kill` or `timeout` stop a sweep as Ctrl-C does: a short message naming the command that continues it,
+    exit status 143 (128 + SIGTERM), not Ray's signal dump; the runs it started are left to resume."""
+    sweep_file = write_sweep(tmp_path, "grid: {learner.name: [seql, er]}\nseeds: [5]\nresources: {cpus: 1}\n")
+    out = tmp_path / "out"
+    overrides = [f"data.dir={smoke_data}", "train.epochs=200", "eval.max_steps=4", "eval.init_states=1",
+                 "language_encoder=task_id", "tasks=[put_the_alphabet_soup_in_the_basket]"]
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "wb") as err:
+        proc = subprocess.Popen(_sweep_cmd(sweep_file, out, *overrides), cwd=tmp_path, env=env,
+                                stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None and not list(out.glob("*/progress.json")):
+            time.sleep(0.2)
+        assert proc.poll() is None, errors.read_text()[-3000:]
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = errors.read_text()
+    assert proc.returncode == 143, text[-3000:]
+    command = shlex.join(["libero-ll", "sweep", str(sweep_file), "-o", str(out), *overrides])
+    assert text.splitlines()[-1] == (
+        f"terminated: each run is saved at its last completed epoch; continue the sweep with {command}")
+    assert "SIGTERM received" not in text and "Traceback" not in text
+    listed = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--list"), cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert "partial" in [line.split()[0] for line in listed.stdout.splitlines()[:-1]], listed.stdout
 
 
 # About 160 s with one seed on 2 cores: behind -m slow with the task-order study below, to keep the default run
