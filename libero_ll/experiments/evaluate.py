@@ -185,6 +185,7 @@ class _Plan:
     stage: list[int] | None
     saved: dict | None
     chosen: list[int]
+    checkpoint: str
 
 
 def _plan(run_dir: Path, checkpoint: str, tasks: list[str] | None) -> _Plan:
@@ -213,7 +214,7 @@ def _plan(run_dir: Path, checkpoint: str, tasks: list[str] | None) -> _Plan:
     else:
         default = stage if stage is not None else list(range(len(names)))
     chosen = _task_numbers(tasks, names, default)
-    return _Plan(cfg, kept, task_files, names, weights, stage, saved, chosen)
+    return _Plan(cfg, kept, task_files, names, weights, stage, saved, chosen, checkpoint)
 
 
 # A rollout video as `RolloutVideos` names it, finished or left half-written by an interrupted evaluation.
@@ -350,16 +351,9 @@ def evaluate_run(
     Raises:
         LiberoError: what is wrong with the run directory or the arguments, before any rollout.
     """
-    from omegaconf import OmegaConf
 
-    from libero_ll.data.hdf5 import LOWDIM_SIZES
     from libero_ll.envs.env import LiberoEnv
     from libero_ll.evaluation.rollout import run_rollouts
-    from libero_ll.experiments.config import learner_options, policy_config
-    from libero_ll.experiments.checkpoint import load_policy_weights
-    from libero_ll.learners import TrainConfig, make_learner
-    from libero_ll.policies import make_policy
-    from libero_ll.policies.language import encode_instructions
 
     t_start = time.time()
     run_dir = Path(run_dir)
@@ -368,9 +362,7 @@ def evaluate_run(
     if init_seed is not None and int(init_seed) < 0:
         raise LiberoError(f"init_seed must be 0 or more, got {init_seed}")
     plan = _plan(run_dir, checkpoint, tasks)
-    cfg, task_files, names, weights, stage, saved, chosen = (
-        plan.cfg, plan.task_files, plan.names, plan.weights, plan.stage, plan.saved, plan.chosen)
-    checkpoint = str(checkpoint)
+    cfg, task_files, names, weights, chosen = plan.cfg, plan.task_files, plan.names, plan.weights, plan.chosen
     changed = _changed_since(plan.kept, cfg) if plan.kept else []
     for value, what in ((rollouts, "rollouts"), (new_states, "new_states"), (max_steps, "max_steps")):
         if value is not None and int(value) < 1:
@@ -388,63 +380,9 @@ def evaluate_run(
 
     env_cfg = env_config(cfg)
     env_cfg.max_steps = cap
-    embs = encode_instructions([_language(t) for t in task_files], str(cfg.language_encoder))
-    shape_meta = {
-        "image_shape": (int(cfg.env.image_size), int(cfg.env.image_size), 3),
-        "lowdim": dict(LOWDIM_SIZES),
-        "action_dim": 7,
-        "task_emb_dim": int(embs.shape[1]),
-    }
-    keys = policy_config(cfg)
-    if actions is not None:
-        keys["deterministic_eval"] = actions == "mode"
-    policy = make_policy(str(cfg.policy.name), keys, shape_meta)
+    loaded = _load(plan, run_dir, actions)
+    policy, learner, embs = loaded.policy, loaded.learner, loaded.task_embs
     acting = "mode" if policy.cfg.deterministic_eval else "sampled"
-    ckpt = saved if saved is not None else load_checkpoint(weights)
-    trained = _recorded_config(ckpt)
-    learner_name = str(cfg.learner.name)
-    if trained.get("learner", {}).get("name") not in (None, learner_name):
-        raise LiberoError(
-            f"{run_dir / 'config.yaml'} names learner {learner_name}, but the run's saved policy {weights} was "
-            f"trained by learner {trained['learner']['name']}: the saved policy does not match its config's learner "
-            f"(was config.yaml edited after the run?); set learner.name back to {trained['learner']['name']}"
-        )
-    try:
-        load_policy_weights(policy, weights, ckpt, loading="checkpoint to evaluate")
-    except LiberoError as e:
-        changed_keys = _policy_changes(trained, cfg)
-        if not changed_keys:
-            raise
-        raise LiberoError(f"{e}; {run_dir / 'config.yaml'} now differs from the policy settings the checkpoint was "
-                          f"trained with: {changed_keys} (was config.yaml edited after the run?)") from None
-    policy.to(_device("auto"))  # the GPU when there is one, whatever the run trained on
-    train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
-    learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
-    if saved is not None:
-        # What the run's own evaluations rolled out: the moving average, when the run kept one.
-        try:
-            learner.load_averaged_weights(saved.get("learner") or {})
-        except LiberoError as e:
-            raise LiberoError(f"{weights}: {e}") from None
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
-            raise _learner_mismatch(weights, run_dir, learner_name, e) from None
-    if learner.per_task_networks and stage is not None and any(j not in stage for j in chosen):
-        raise LiberoError(
-            f"checkpoint {checkpoint}: {cfg.learner.name} makes each task a network of its own at the end of its "
-            f"stage, so a stage's kept weights are no other task's network; evaluate the final policy instead"
-        )
-    if learner.per_task_networks and stage is None:
-        if not (run_dir / STATE_FILE).exists():
-            raise LiberoError(
-                f"{run_dir} has no {STATE_FILE}, which holds what {cfg.learner.name} needs to make each task's "
-                f"network from the final weights"
-            )
-        state_file = weights if saved is not None else run_dir / STATE_FILE
-        state = saved if saved is not None else load_checkpoint(state_file)
-        try:
-            learner.load_eval_state(state["learner"])
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
-            raise _learner_mismatch(state_file, run_dir, learner_name, e) from None
 
     envs: dict[int, LiberoEnv] = {}
     evaluator, videos = None, None
@@ -514,6 +452,132 @@ def evaluate_run(
             evaluator.close()
         for env in envs.values():
             env.close()
+
+
+@dataclass
+class RunPolicy:
+    """A run's saved policy ready to act, from `load_run_policy`.
+
+    Attributes:
+        policy: the BasePolicy with the checkpoint's weights, in evaluation mode, on the GPU when there is one.
+        learner: the run's learner around it: `learner.eval_context(j)` makes the policy task j's (PackNet's
+            masks; nothing for the other built-in learners). Act inside it.
+        config: the run's config.
+        task_files: the run's task files (its own copies), in the run's order.
+        names: their names.
+        task_embs: (T, D) the tasks' instruction embeddings, as `policy.act` takes them.
+        weights: the file the weights came from.
+        run_dir: the run directory.
+    """
+
+    policy: object
+    learner: object
+    config: object
+    task_files: list[Path]
+    names: list[str]
+    task_embs: np.ndarray
+    weights: Path
+    run_dir: Path
+
+    def env_config(self):
+        """The EnvConfig of the run's environments (image size, rendering, controller, episode cap)."""
+        return env_config(self.config)
+
+    def init_states(self, j: int) -> np.ndarray:
+        """(M, S) the fixed initial states the run evaluated task j (from 0) from, for `LiberoEnv.reset_to`."""
+        return _fixed_states(self.run_dir / "init_states.npz", self.names, [j])[j]
+
+
+def load_run_policy(run_dir: str | Path, checkpoint: str = "final", actions: str | None = None) -> RunPolicy:
+    """A run's saved policy, to roll out or study from Python as `evaluate_run` does.
+
+    Args:
+        run_dir: a run directory.
+        checkpoint: "final", a task number from 1 or "latest", as `evaluate_run` takes them.
+        actions: "sampled", "mode", or None for the run's own (`policy.cfg.deterministic_eval`).
+
+    Raises:
+        LiberoError: what is wrong with the run directory, before anything is built.
+    """
+    run_dir = Path(run_dir)
+    if actions is not None and actions not in ACTIONS:
+        raise LiberoError(f"actions must be one of {', '.join(ACTIONS)}, got {actions!r}")
+    return _load(_plan(run_dir, str(checkpoint), None), run_dir, actions)
+
+
+def _load(plan: _Plan, run_dir: Path, actions: str | None) -> RunPolicy:
+    """`load_run_policy` of an evaluation's plan."""
+    from omegaconf import OmegaConf
+
+    from libero_ll.data.hdf5 import LOWDIM_SIZES
+    from libero_ll.experiments.checkpoint import load_policy_weights
+    from libero_ll.experiments.config import learner_options, policy_config
+    from libero_ll.learners import TrainConfig, make_learner
+    from libero_ll.policies import make_policy
+    from libero_ll.policies.language import encode_instructions
+
+    cfg, task_files, names, weights, stage, saved, chosen = (
+        plan.cfg, plan.task_files, plan.names, plan.weights, plan.stage, plan.saved, plan.chosen)
+    checkpoint = plan.checkpoint
+    embs = encode_instructions([_language(t) for t in task_files], str(cfg.language_encoder))
+    shape_meta = {
+        "image_shape": (int(cfg.env.image_size), int(cfg.env.image_size), 3),
+        "lowdim": dict(LOWDIM_SIZES),
+        "action_dim": 7,
+        "task_emb_dim": int(embs.shape[1]),
+    }
+    keys = policy_config(cfg)
+    if actions is not None:
+        keys["deterministic_eval"] = actions == "mode"
+    policy = make_policy(str(cfg.policy.name), keys, shape_meta)
+    ckpt = saved if saved is not None else load_checkpoint(weights)
+    trained = _recorded_config(ckpt)
+    learner_name = str(cfg.learner.name)
+    if trained.get("learner", {}).get("name") not in (None, learner_name):
+        raise LiberoError(
+            f"{run_dir / 'config.yaml'} names learner {learner_name}, but the run's saved policy {weights} was "
+            f"trained by learner {trained['learner']['name']}: the saved policy does not match its config's learner "
+            f"(was config.yaml edited after the run?); set learner.name back to {trained['learner']['name']}"
+        )
+    try:
+        load_policy_weights(policy, weights, ckpt, loading="checkpoint to evaluate")
+    except LiberoError as e:
+        changed_keys = _policy_changes(trained, cfg)
+        if not changed_keys:
+            raise
+        raise LiberoError(f"{e}; {run_dir / 'config.yaml'} now differs from the policy settings the checkpoint was "
+                          f"trained with: {changed_keys} (was config.yaml edited after the run?)") from None
+    policy.to(_device("auto"))  # the GPU when there is one, whatever the run trained on
+    train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
+    learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
+    if saved is not None:
+        # What the run's own evaluations rolled out: the moving average, when the run kept one.
+        try:
+            learner.load_averaged_weights(saved.get("learner") or {})
+        except LiberoError as e:
+            raise LiberoError(f"{weights}: {e}") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise _learner_mismatch(weights, run_dir, learner_name, e) from None
+    if learner.per_task_networks and stage is not None and any(j not in stage for j in chosen):
+        raise LiberoError(
+            f"checkpoint {checkpoint}: {cfg.learner.name} makes each task a network of its own at the end of its "
+            f"stage, so a stage's kept weights are no other task's network; evaluate the final policy instead"
+        )
+    if learner.per_task_networks and stage is None:
+        if not (run_dir / STATE_FILE).exists():
+            raise LiberoError(
+                f"{run_dir} has no {STATE_FILE}, which holds what {cfg.learner.name} needs to make each task's "
+                f"network from the final weights"
+            )
+        state_file = weights if saved is not None else run_dir / STATE_FILE
+        state = saved if saved is not None else load_checkpoint(state_file)
+        try:
+            learner.load_eval_state(state["learner"])
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise _learner_mismatch(state_file, run_dir, learner_name, e) from None
+
+    policy.eval()
+    return RunPolicy(policy, learner, cfg, list(task_files), list(names), embs, weights, run_dir)
 
 
 def _language(task_file: Path) -> str:
