@@ -503,5 +503,5 @@ def test_a_sweep_runs_on_a_ray_cluster_given_by_address(tmp_path, smoke_data, ra
     # Each run's log holds its lines once, with their times (the run writes them; nothing printed twice).
     for run in out.glob("learner.name=*"):
         lines = (run / "log.txt").read_text().splitlines()
-        assert sum(" done: 1 tasks" in line for line in lines) == 1, lines
+        assert sum(" done: 1 task, " in line for line in lines) == 1, lines
         assert lines[0].split(" ")[2] == "command:" and lines[1].split(" ")[2:4] == ["run", "directory:"]
