@@ -48,3 +48,25 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def fresh_plugins(tmp_path_factory):
+    """A test that imports plugins (a config's `plugins`) leaves no trace: the learner and policy registries,
+    the plugin modules (those under the tests' temporary folders) and the module path are put back after it."""
+    import sys
+
+    from libero_ll.learners.registry import LEARNERS
+    from libero_ll.policies.registry import POLICIES
+
+    learners, policies = dict(LEARNERS._entries), dict(POLICIES._entries)
+    path = list(sys.path)
+    base = str(tmp_path_factory.getbasetemp().resolve())
+    yield
+    for registry, entries in ((LEARNERS, learners), (POLICIES, policies)):
+        registry._entries.clear()
+        registry._entries.update(entries)
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith((base, str(REPO / "examples"))):
+            del sys.modules[name]
+    sys.path[:] = path

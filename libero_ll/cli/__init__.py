@@ -14,7 +14,7 @@ from libero_ll.errors import LiberoError
 
 # Modules of the subcommands, in the order of `libero-ll --help`.
 SUBCOMMANDS = (
-    "check", "render", "init_states", "generate", "collect", "verify", "export", "import_data", "teleop", "train",
+    "list_names", "check", "render", "init_states", "generate", "collect", "verify", "export", "import_data", "teleop", "train",
     "sweep", "evaluate", "metrics", "report",
 )
 
@@ -59,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of the output has gone (`libero-ll list policies | head`): stop without a word. Output still
+        # buffered would fail again when Python flushes it at exit, so stdout goes nowhere from here.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as e:
         # A path the system refused (a folder that is not writable, a file where a folder must be, a full
         # disk): say which, without a traceback. Where a command can, it checks its paths before any work.

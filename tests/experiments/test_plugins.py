@@ -17,7 +17,6 @@ from libero_ll.errors import LiberoError
 from libero_ll.experiments.config import load_config
 from libero_ll.experiments.lifelong import run_lifelong
 from libero_ll.learners.registry import LEARNERS
-from libero_ll.policies.registry import POLICIES
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "plugins"
@@ -47,21 +46,8 @@ learner:
 
 
 @pytest.fixture(autouse=True)
-def fresh_imports(tmp_path_factory):
-    """Each test imports the plugins anew: the registries, the plugin modules (those under the tests' temporary
-    folders) and the module path are put back after it."""
-    learners, policies = dict(LEARNERS._entries), dict(POLICIES._entries)
-    path = list(sys.path)
-    base = str(tmp_path_factory.getbasetemp().resolve())
-    yield
-    LEARNERS._entries.clear()
-    LEARNERS._entries.update(learners)
-    POLICIES._entries.clear()
-    POLICIES._entries.update(policies)
-    for name, module in list(sys.modules.items()):
-        if str(getattr(module, "__file__", None) or "").startswith(base):
-            del sys.modules[name]
-    sys.path[:] = path
+def fresh_imports(fresh_plugins):
+    """Each test imports the plugins anew (tests/conftest.py's `fresh_plugins`)."""
 
 
 def _copy_examples(folder: Path) -> Path:
