@@ -161,7 +161,7 @@ class Model:
         geoms: the shapes.
         density: kg/m^3 applied to every colliding geom.
         friction: sliding, torsional, rolling friction of colliding geoms.
-        regions: affordance regions (see shared/spec/bddl.md).
+        regions: affordance regions (docs/assets.md).
         grasp: grasp hint for the expert (None for things that are not picked up).
         description: one line for people (the gallery, error messages).
         parts: moving parts (drawers, doors, knobs), each with its joint.

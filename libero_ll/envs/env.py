@@ -1,4 +1,4 @@
-"""`LiberoEnv`: a simulated task built from a task file, with the observations and actions of shared/spec/datasets.md."""
+"""`LiberoEnv`: a simulated task built from a task file, with the observations and actions of LIBERO's datasets (docs/python.md)."""
 
 from __future__ import annotations
 
@@ -393,7 +393,8 @@ class LiberoEnv:
         return np.concatenate([p["gripper_states"], p["ee_pos"], rotation_to_quat_xyzw(p["ee_rot"])])
 
     def observe(self) -> dict:
-        """The observation dict of shared/spec/datasets.md (images only when rendering is on)."""
+        """joint_states (7), gripper_states (2), ee_states (6: position, axis-angle), ee_pos (3), ee_rot6 (6) and
+        each camera's image (H, W, 3) uint8, upright, under its observation key (only when rendering is on)."""
         p = self.robot_proprio()
         obs = {k: p[k] for k in ("joint_states", "gripper_states", "ee_states")}
         # The hand's pose in continuous form: ee_states' axis-angle part jumps between opposite vectors of

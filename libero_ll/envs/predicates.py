@@ -1,4 +1,4 @@
-"""Goal and init predicates as geometric tests on the simulator state (shared/spec/bddl.md).
+"""Goal and init predicates as geometric tests on the simulator state (docs/assets.md).
 
 `Geometry` indexes a compiled scene once (which geoms belong to which instance, where each region
 is) so that every predicate is a few array operations per step.
@@ -113,7 +113,7 @@ class Geometry:
     # ------------------------------------------------------------------ predicates
 
     def on(self, a: str, b: str) -> bool:
-        """On(a, b): b an instance or a region (see shared/spec/bddl.md)."""
+        """On(a, b): b an instance or a region (docs/assets.md)."""
         pa = self.pos(a)
         if b in self.body_of:
             pb = self.pos(b)

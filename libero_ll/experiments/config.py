@@ -46,7 +46,7 @@ class EnvSettings:
 
 @dataclass
 class EvalConfig:
-    """Evaluation protocol (shared/spec/protocol.md).
+    """Evaluation protocol (the LIBERO paper's by default).
 
     Args:
         every: evaluate the current task every this many epochs (and at epoch 0 and the last epoch).

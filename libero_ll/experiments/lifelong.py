@@ -1,4 +1,4 @@
-"""The lifelong loop of shared/spec/protocol.md: learn tasks in order, evaluate, keep the best, record the
+"""The lifelong loop of the LIBERO paper's protocol: learn tasks in order, evaluate, keep the best, record the
 tensor; every epoch's state is saved so that a killed run can be resumed."""
 
 from __future__ import annotations

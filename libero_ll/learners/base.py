@@ -41,7 +41,7 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-
 
 @dataclass
 class TrainConfig:
-    """Optimisation settings, per task (shared/spec/protocol.md).
+    """Optimisation settings, per task (the LIBERO paper's protocol by default).
 
     Args:
         epochs: epochs per task.

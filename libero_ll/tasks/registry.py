@@ -1,7 +1,7 @@
 """The benchmark registry: the five shipped suites, their tasks in order, and task orders for studies.
 
 A suite's tasks come in the order of its spec (``libero_ll/tasks/suites/<suite>.yaml``, which
-follows shared/spec/tasks.md); the files live in ``bddl_tasks/<suite>/``.
+follows the LIBERO paper's task list; docs/tasks.md); the files live in ``bddl_tasks/<suite>/``.
 """
 
 from __future__ import annotations
