@@ -23,11 +23,12 @@ class Registry(Generic[T]):
         self._entries: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
-        """Decorator that records ``obj`` under ``name``; a name may be taken once."""
+        """Decorator that records ``obj`` under ``name``; a name may be taken once (LiberoError: a plugin's
+        class may name one the project or another plugin already took)."""
 
         def deco(obj: T) -> T:
             if name in self._entries:
-                raise ValueError(f"{self.kind} {name!r} is registered twice")
+                raise LiberoError(f"{self.kind} {name!r} is registered twice (the name is taken); choose another name")
             self._entries[name] = obj
             return obj
 

@@ -14,8 +14,8 @@ from libero_ll.errors import LiberoError
 
 # Modules of the subcommands, in the order of `libero-ll --help`.
 SUBCOMMANDS = (
-    "list_names", "check", "render", "init_states", "generate", "collect", "verify", "export", "import_data", "teleop", "train",
-    "sweep", "evaluate", "metrics", "report",
+    "list_names", "check", "render", "init_states", "generate", "collect", "verify", "export", "import_data",
+    "teleop", "train", "sweep", "evaluate", "metrics", "report",
 )
 
 

@@ -67,7 +67,7 @@ def policies() -> list[Entry]:
 
 
 def suites() -> list[Entry]:
-    """The shipped benchmark suites and the other folders of bddl_tasks/ (quickstart, examples)."""
+    """The shipped benchmark suites, then the other folders of bddl_tasks/ that hold task files (quickstart)."""
     from libero_ll.experiments.lifelong import REPO_ROOT, suite_tasks
     from libero_ll.tasks.registry import suite_names
 
@@ -117,10 +117,10 @@ def _docstring_section(cls, title: str) -> dict[str, str]:
             continue
         if not inside:
             continue
-        if not line.strip() or not line.startswith(" "):
-            if line.strip() and not line.startswith(" "):
-                break  # the next section
+        if not line.strip():
             continue
+        if not line.startswith(" "):
+            break  # the next section
         match = re.match(r"^\s{2,}(\w+): (.*)$", line)
         if match and len(line) - len(line.lstrip()) <= 4:
             key = match.group(1)

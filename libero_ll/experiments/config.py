@@ -239,8 +239,10 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     _check_values(cfg, sources)
     from libero_ll.experiments.plugins import import_plugins
 
-    import_plugins(OmegaConf.select(cfg, "plugins"), where=f"{_source(sources, 'plugins')}plugins",
-                   started_in=_run_started_in(Path(path)) if path else None)
+    plugins = OmegaConf.select(cfg, "plugins")
+    if plugins:
+        import_plugins(plugins, where=f"{_source(sources, 'plugins')}plugins",
+                       started_in=_run_started_in(Path(path)) if path else None)
     return cfg
 
 

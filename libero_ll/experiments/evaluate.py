@@ -351,7 +351,6 @@ def evaluate_run(
     Raises:
         LiberoError: what is wrong with the run directory or the arguments, before any rollout.
     """
-
     from libero_ll.envs.env import LiberoEnv
     from libero_ll.evaluation.rollout import run_rollouts
 

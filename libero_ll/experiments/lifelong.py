@@ -528,8 +528,8 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         final = {"policy": policy.state_dict(), "policy_name": str(cfg.policy.name), "config": OmegaConf.to_container(cfg)}
         atomic_torch_save(final, run_dir / FINAL_POLICY)
         loop_seconds = time.time() - t_run
-        log(f"done: {len(tasks)} task{'s' if len(tasks) != 1 else ''}, {global_epoch} epochs in {loop_seconds:.0f}s{since_resume} "
-            f"(evaluation {eval_seconds:.0f}s{_alongside(background, 0.0)}); results in {run_dir}")
+        log(f"done: {len(tasks)} task{'s' if len(tasks) != 1 else ''}, {global_epoch} epochs in "
+            f"{loop_seconds:.0f}s{since_resume} (evaluation {eval_seconds:.0f}s{_alongside(background, 0.0)}); results in {run_dir}")
         if timings is not None:
             timings.update(demos=demo_seconds, eval=eval_seconds, train=loop_seconds - eval_seconds,
                            total=time.time() - t_call)

@@ -46,8 +46,9 @@ def import_plugins(entries, where: str = "plugins", started_in: str | None = Non
         entry = str(entry).strip()
         if not entry:
             raise LiberoError(f"{where}: an empty entry; name a .py file or a module")
-        if _loaded(entry) is not None:  # imported by this process already (a resume found it where it started)
-            modules.append(_loaded(entry))
+        module = _loaded(entry)
+        if module is not None:  # imported by this process already (a resume may have found it where it started)
+            modules.append(module)
             continue
         if _is_file(entry):
             modules.append(_import_file(entry, where, started_in))
@@ -108,10 +109,13 @@ def _loaded(entry: str):
     if _is_file(entry):
         module = sys.modules.get(Path(entry).stem)
         file = getattr(module, "__file__", None)
-        # A relative entry may have been found from the folder the run started in: the module of that name
-        # imported from a file of that name is the one.
-        same = file is not None and (_same_file(file, Path(entry)) or Path(file).name == Path(entry).name)
-        return module if same else None
+        if file is None:
+            return None
+        if Path(entry).expanduser().is_file():
+            return module if _same_file(file, Path(entry).expanduser()) else None
+        # A relative entry not found from here was found from the folder the run started in (load_config): the
+        # module of that name imported from a file of that name is the one.
+        return module if Path(file).name == Path(entry).name else None
     return sys.modules.get(entry)
 
 
@@ -168,15 +172,9 @@ def _run_import(name: str, entry: str, where: str, path: Path | None):
         sys.modules.pop(name, None)
         spot = f"{e.filename}:{e.lineno}" + (f":{e.offset}" if e.offset else "")
         raise LiberoError(f"{where}: {entry}: {spot}: {e.msg}") from e
-    except LiberoError as e:
+    except LiberoError as e:  # a registry's: a name already taken
         sys.modules.pop(name, None)
         raise LiberoError(f"{where}: {entry}: {e}") from e
-    except ValueError as e:
-        # The registries raise ValueError for a name taken twice.
-        sys.modules.pop(name, None)
-        if "registered twice" in str(e):
-            raise LiberoError(f"{where}: {entry}: {e} (the name is taken); choose another name") from e
-        raise LiberoError(f"{where}: {entry}: {_describe(e, path)}") from e
     except Exception as e:  # noqa: BLE001 - a plugin's own error, named with the line it came from
         sys.modules.pop(name, None)
         raise LiberoError(f"{where}: {entry}: {_describe(e, path)}") from e

@@ -240,3 +240,16 @@ def test_the_recorded_memory_kind_decides_how_metrics_count_it(tmp_path):
     (tmp_path / "resources.json").write_text(json.dumps({**data, "memory_is_samples": "yes"}))
     with pytest.raises(LiberoError, match="memory_is_samples is 'yes', not true or false"):
         load_resources(tmp_path)
+
+
+def test_two_files_of_one_name_are_not_taken_for_each_other(tmp_path, monkeypatch):
+    """A second file named like a plugin already imported is refused, not silently replaced by the first."""
+    _write(tmp_path / "a", "mine.py", "X = 1\n")
+    _write(tmp_path / "b", "mine.py", "X = 2\n")
+    monkeypatch.chdir(tmp_path)
+    load_config(None, ["plugins=[a/mine.py]"])
+    load_config(None, ["plugins=[a/mine.py]"])  # the same file again: imported once
+    assert sys.modules["mine"].X == 1
+    with pytest.raises(LiberoError, match=rf"plugins: b/mine.py: a module named 'mine' is already imported from "
+                                          rf"{tmp_path}/a/mine.py; rename the file"):
+        load_config(None, ["plugins=[b/mine.py]"])
