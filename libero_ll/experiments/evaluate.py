@@ -280,20 +280,29 @@ def _recorded_config(ckpt) -> dict:
 
 
 def _policy_changes(trained: dict, cfg) -> str:
-    """The policy settings of the run's config.yaml that differ from those recorded in its checkpoint."""
+    """The policy settings of the run's config.yaml that differ from those recorded in its checkpoint: the
+    chosen policy's keys as the run builds it (`policy.by_name[name]` updated with `policy.cfg`), each named
+    where config.yaml sets it now."""
     from omegaconf import OmegaConf
 
     then = trained.get("policy")
     if not then:
         return ""
     now = OmegaConf.to_container(cfg.policy, resolve=True)
-    out = []
     if then.get("name") != now.get("name"):
-        out.append(f"policy.name {now.get('name')} (trained: {then.get('name')})")
-    for key in sorted(set(then.get("cfg") or {}) | set(now.get("cfg") or {})):
-        a, b = (then.get("cfg") or {}).get(key), (now.get("cfg") or {}).get(key)
+        return f"policy.name {now.get('name')} (trained: {then.get('name')})"
+
+    def keys(section: dict) -> tuple[dict, dict]:
+        by_name = (section.get("by_name") or {}).get(section.get("name")) or {}
+        return {**by_name, **(section.get("cfg") or {})}, section.get("cfg") or {}
+
+    (was, _), (is_, own) = keys(then), keys(now)
+    out = []
+    for key in sorted(set(was) | set(is_)):
+        a, b = was.get(key), is_.get(key)
         if a != b:
-            out.append(f"policy.cfg.{key} {b} (trained: {a})")
+            where = f"policy.cfg.{key}" if key in own else f"policy.by_name.{now.get('name')}.{key}"
+            out.append(f"{where} {b} (trained: {a})")
     return ", ".join(out)
 
 

@@ -384,7 +384,7 @@ def test_an_edited_policy_names_the_checkpoint_to_evaluate_not_init_from(run_cop
     config.write_text(config.read_text().replace("embed_size: 16", "embed_size: 32"))
     err = _err_of(capsys, str(run_copy), "--workers", "1")
     assert f"checkpoint to evaluate {run_copy / 'final_policy.pt'}: the policy architecture does not match" in err
-    assert "init_from" not in err and "policy.cfg.embed_size 32 (trained: 16)" in err
+    assert "init_from" not in err and "policy.by_name.resnet_t.embed_size 32 (trained: 16)" in err
 
 
 def test_a_learner_edited_after_the_run_is_named(run_copy, capsys):

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "plugins"
 FAST = ["train.epochs=2", "eval.max_steps=4", "eval.init_states=1", "language_encoder=task_id"]
 
-# A small conv_t network on the smoke preset's tasks (the smoke preset's own policy keys are ResNet-T's).
+# A small conv_t network on the smoke preset's tasks (the smoke preset sizes only the built-in policies).
 CONV_T = """\
 name: mine
 num_threads: 1

@@ -22,6 +22,19 @@ def test_cpu_preset_switches_policy_by_name(name):
     assert keys["gmm_modes"] == 1 and keys["embed_size"] == 64
 
 
+@pytest.mark.parametrize("name", ["resnet_t", "resnet_rnn", "vit_t"])
+def test_smoke_preset_builds_a_tiny_network_of_every_policy(name):
+    from libero_ll.data.hdf5 import LOWDIM_SIZES
+    from libero_ll.policies import make_policy
+
+    cfg = load_config(CONFIGS / "smoke.yaml", [f"policy.name={name}"])
+    check_components(cfg)
+    shape = {"image_shape": (32, 32, 3), "lowdim": LOWDIM_SIZES, "action_dim": 7, "task_emb_dim": 384}
+    policy = make_policy(name, policy_config(cfg), shape)
+    # The policies' own defaults are the paper's sizes, millions of weights.
+    assert sum(p.numel() for p in policy.parameters()) < 50_000
+
+
 def test_policy_cfg_overrides_by_name_and_bad_entries_are_named():
     cfg = load_config(CONFIGS / "cpu.yaml", ["policy.cfg.embed_size=32"])
     assert policy_config(cfg)["embed_size"] == 32
