@@ -292,11 +292,10 @@ def _policy_changes(trained: dict, cfg) -> str:
     if then.get("name") != now.get("name"):
         return f"policy.name {now.get('name')} (trained: {then.get('name')})"
 
-    def keys(section: dict) -> tuple[dict, dict]:
-        by_name = (section.get("by_name") or {}).get(section.get("name")) or {}
-        return {**by_name, **(section.get("cfg") or {})}, section.get("cfg") or {}
+    def built(section: dict) -> dict:
+        return {**((section.get("by_name") or {}).get(section.get("name")) or {}), **(section.get("cfg") or {})}
 
-    (was, _), (is_, own) = keys(then), keys(now)
+    was, is_, own = built(then), built(now), now.get("cfg") or {}
     out = []
     for key in sorted(set(was) | set(is_)):
         a, b = was.get(key), is_.get(key)
