@@ -47,8 +47,9 @@ from libero_ll.experts.skills import (
 # whenever it is clear enough; 0.11 lets go of a thing put into a container 1.2 cm above its floor, not 3.2;
 # 0.12 does not grasp where the open outer finger would come down on something beside the object; 0.13 adds
 # noise to the rotation actions of moves, ROT_NOISE; 0.14 acts under the lean controller compiled, whose torques
-# round differently, so that contacts and the demos drift apart from 0.13's over an episode).
-EXPERT_VERSION = "scripted-expert 0.14"
+# round differently, so that contacts and the demos drift apart from 0.13's over an episode; 0.15 holds an object
+# beyond FAR_REACH at its side, the hand pitched where it is low, and draws it in as it lifts).
+EXPERT_VERSION = "scripted-expert 0.15"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -92,6 +93,23 @@ DRAWER_EDGE_GAP = 0.008
 # the speed an action asks for (its stiffness against its damping), less with a load.
 WAYPOINT_BUDGET = 60
 TRACKING = 0.3
+# An object whose centre lies more than FAR_REACH (metres, seen from above) from the robot's base is at the
+# edge of the Panda's reach. Pinched on its far side with the hand straight down, the arm straightens to
+# its elbow's stop, where the controller can no longer draw the hand back (the black bowls on libero_spatial's
+# stove and wooden cabinet, 0.83 m out: 18/20 episodes each, 321 and 369 steps on average). There:
+# - a round wall is pinched at its side seen from the base, not on its far side;
+# - below FAR_PITCH_BELOW above the base, where a hand pointing down reaches least far, the hand is pitched
+#   FAR_PITCH radians outwards about the closing direction, so that the wrist trails nearer the base (the
+#   stove's bowl: 20/20, 232 steps; 0.45 rad left the elbow straight in 2 of 20). Higher up it is not (the
+#   cabinet's bowl, at the shoulder's height: pitched 0.45 rad, the last joint wound to its stop putting the
+#   bowl down near the base, 11/20; pointing down, 19/20 in 365 steps);
+# - the fingers close for FAR_CLOSE_STEPS (a pitched hand lifting before they hold lets the wall slip);
+# - the lift draws the object FAR_DRAW_IN towards the base as it rises, bending the elbow.
+FAR_REACH = 0.76
+FAR_PITCH = 0.65
+FAR_PITCH_BELOW = 0.15
+FAR_CLOSE_STEPS = 16
+FAR_DRAW_IN = 0.08
 
 
 @dataclass
@@ -309,6 +327,9 @@ class ScriptedExpert:
         best = None
         base = np.asarray(env.arena.robot_base[:2])
         layer = find_layer(env, step.goal.args[1])
+        from_base = pos[:2] - base
+        far = layer is None and float(np.linalg.norm(from_base)) > FAR_REACH
+        from_base = from_base / max(float(np.linalg.norm(from_base)), 1e-9)
         for k, (offset, across) in enumerate(rim_candidates(inst[step.obj], model)):
             off = np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]])
             radial = np.array([math.cos(yaw + across), math.sin(yaw + across)])
@@ -325,6 +346,13 @@ class ScriptedExpert:
             finger_room = clearance(point + outward * FINGER_OUT, beside, rounded=True) - FINGER_RADIUS
             if finger_room < 0.0:
                 score = finger_room
+            if far:
+                # Of the pinches clear enough, the one most to the side (see FAR_REACH).
+                side = 1.0 - abs(float(off @ from_base)) / max(float(np.linalg.norm(off)), 1e-9)
+                score = side if clear >= HINT_CLEARANCE and finger_room >= 0.0 else score - 1.0
+                if best is None or score > best[0]:
+                    best = (score, off, across, 0.0)
+                continue
             if k == 0 and layer is None and clear >= HINT_CLEARANCE and finger_room >= 0.0:
                 # The hint wins whenever it is clear enough: a choice by the most clearance flips
                 # between two sides of a round wall as an object moves by a centimetre, and demos
@@ -340,7 +368,11 @@ class ScriptedExpert:
         _, off, across, _ = best
         jitter = self.rng.uniform(-0.004, 0.004, size=2)
         grasp = np.array([pos[0] + off[0] + jitter[0], pos[1] + off[1] + jitter[1], grasp_z])
-        hand_rot = hand_down_rotation(nearest_equivalent_yaw(yaw + across, *hand_and_wrist(env)))
+        close_dir = nearest_equivalent_yaw(yaw + across, *hand_and_wrist(env))
+        hand_rot = hand_down_rotation(close_dir)
+        pointing = from_base - hand_rot[:2, 0] * float(from_base @ hand_rot[:2, 0])
+        if far and grasp_z < env.arena.robot_base[2] + FAR_PITCH_BELOW and np.linalg.norm(pointing) > 0.7:
+            hand_rot = pitched_rotation(close_dir, pointing / np.linalg.norm(pointing), FAR_PITCH)
         # Held at its centre (a standing book), an object is not slid under a board (see `shelf`): On a
         # layer, it is put down from above like anywhere else, which the hand can only do on the
         # fixture's top; On(layer) holds there too (the region reaches ON_REGION_MAX_HEIGHT above it).
@@ -387,15 +419,16 @@ class ScriptedExpert:
         carry_z = max(carry_z, self._pass_over(step, model, grasp, place[:2], skip))
         carry = self._carry_speed(step, grasp)
         up = np.array([0, 0, 1.0])
-        self._queue = self._pick(step, grasp, hand_rot) + [
-            ("move", np.array([grasp[0], grasp[1], carry_z]), hand_rot, 1.0, carry),
+        lift_xy = grasp[:2] - from_base * FAR_DRAW_IN if far else grasp[:2]
+        self._queue = self._pick(step, grasp, hand_rot, FAR_CLOSE_STEPS if far else CLOSE_STEPS) + [
+            ("move", np.array([*lift_xy, carry_z]), hand_rot, 1.0, carry),
             ("move", np.array([place[0], place[1], carry_z]), place_rot, 1.0, carry),
             ("move", place, place_rot, 1.0, carry),
             ("hold", OPEN_STEPS, place_rot, -1.0),
             ("move", place + up * APPROACH_HEIGHT, place_rot, -1.0),
         ]
 
-    def _pick(self, step, grasp: np.ndarray, hand_rot: np.ndarray) -> list:
+    def _pick(self, step, grasp: np.ndarray, hand_rot: np.ndarray, close_steps: int = CLOSE_STEPS) -> list:
         """Waypoints that take the open hand to the grasp point along its own axis and close the fingers there."""
         # The hand's z axis points out of the palm: the approach lies back along it (straight above
         # the grasp for a hand pointing down).
@@ -403,7 +436,7 @@ class ScriptedExpert:
         return self._transit(approach, hand_rot, skip={step.obj}) + [
             ("move", approach, hand_rot, -1.0),
             ("move", grasp, hand_rot, -1.0),
-            ("hold", CLOSE_STEPS, hand_rot, 1.0),
+            ("hold", close_steps, hand_rot, 1.0),
         ]
 
     def _held_off_centre(self, step, grasp: np.ndarray) -> bool:
