@@ -100,11 +100,14 @@ TRACKING = 0.3
 # - a round wall is pinched at its side seen from the base, not on its far side;
 # - below FAR_PITCH_BELOW above the base, where a hand pointing down reaches least far, the hand is pitched
 #   FAR_PITCH radians outwards about the closing direction, so that the wrist trails nearer the base (the
-#   stove's bowl: 20/20, 232 steps; 0.45 rad left the elbow straight in 2 of 20). Higher up it is not (the
-#   cabinet's bowl, at the shoulder's height: pitched 0.45 rad, the last joint wound to its stop putting the
-#   bowl down near the base, 11/20; pointing down, 19/20 in 365 steps);
+#   stove's bowl: 20/20 in 178 steps on average; 0.45 rad left the elbow straight in 2 of 20). Higher up it
+#   is not (the cabinet's bowl, at the shoulder's height: pitched 0.45 or 0.65 rad, the elbow straightened on
+#   the way to the grasp in 2 and 3 of 20; pointing down, 1 of 20, in 365 steps on average);
 # - the fingers close for FAR_CLOSE_STEPS (a pitched hand lifting before they hold lets the wall slip);
-# - the lift draws the object FAR_DRAW_IN towards the base as it rises, bending the elbow.
+# - the lift draws the object FAR_DRAW_IN towards the base as it rises, bending the elbow;
+# - a pitched hand turns back to pointing down as it carries the object to its place (the bowl then hangs
+#   tilted until it is put down): pitched all the way, the last joint wound to its stop putting the
+#   cabinet's bowl down near the base, and the stove's bowl took 232 steps on average.
 FAR_REACH = 0.76
 FAR_PITCH = 0.65
 FAR_PITCH_BELOW = 0.15
@@ -408,7 +411,8 @@ class ScriptedExpert:
         c, s = math.cos(turn), math.sin(turn)
         offset = np.array([[c, -s], [s, c]]) @ (grasp[:2] - pos[:2])
         place = np.array([target_xy[0] + offset[0], target_xy[1] + offset[1], bottom_z + model.grasp.height])
-        place_rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]]) @ hand_rot
+        # Put down with the hand pointing down, also when it was pitched to grasp (see FAR_REACH).
+        place_rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]]) @ hand_down_rotation(close_dir)
         carry_z = max(grasp[2], place[2]) + CARRY_CLEARANCE
         # High enough that the object's bottom passes over everything standing near its path.
         owner = owner_of(step.goal.args[1], inst)
