@@ -876,9 +876,29 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: boo
         load_task_data(task_demo_file(data_dir, t.stem), k, embs[k], obs_keys, int(cfg.data.demos_per_task))
         for k, t in enumerate(tasks)
     ]
+    if not resumed:  # a resumed run said so when it started
+        for note in short_rollout_notes(cfg, tasks, data):
+            log(note)
     if int(cfg.data.corrections_per_demo) > 0:
         _add_corrections(cfg, tasks, data, embs, obs_keys, log)
     return data
+
+
+def short_rollout_notes(cfg, tasks: list[Path], data: list) -> list[str]:
+    """Notes on the tasks whose longest demo (of those trained on) is longer than eval.max_steps: their
+    rollouts stop before a policy as quick as the demos could finish, and a success rate measured so
+    says little."""
+    cap = int(cfg.eval.max_steps)
+    notes = []
+    for t, d in zip(tasks, data):
+        longest = max((len(demo["actions"]) for demo in d.demos), default=0)
+        if longest > cap:
+            # The LIBERO protocol's 600 steps, which every benchmark task's demos fit in, else the longest demo.
+            enough = max(600, longest)
+            notes.append(f"note: the longest demo of {t.stem} takes {longest} steps, more than eval.max_steps "
+                         f"({cap}): its rollouts stop before a policy as quick as the demos finishes; set "
+                         f"eval.max_steps={enough} to measure it")
+    return notes
 
 
 def _data_size(cfg, name: str):
