@@ -888,13 +888,15 @@ def short_rollout_notes(cfg, tasks: list[Path], data: list) -> list[str]:
     """Notes on the tasks whose longest demo (of those trained on) is longer than eval.max_steps: their
     rollouts stop before a policy as quick as the demos could finish, and a success rate measured so
     says little."""
+    from libero_ll.data.collect import EXPERT_MAX_STEPS
+
     cap = int(cfg.eval.max_steps)
     notes = []
     for t, d in zip(tasks, data):
         longest = max((len(demo["actions"]) for demo in d.demos), default=0)
         if longest > cap:
-            # The LIBERO protocol's 600 steps, which every benchmark task's demos fit in, else the longest demo.
-            enough = max(600, longest)
+            # The protocol's cap, which every benchmark task's demos fit in, else the longest demo.
+            enough = max(EXPERT_MAX_STEPS, longest)
             notes.append(f"note: the longest demo of {t.stem} takes {longest} steps, more than eval.max_steps "
                          f"({cap}): its rollouts stop before a policy as quick as the demos finishes; set "
                          f"eval.max_steps={enough} to measure it")
