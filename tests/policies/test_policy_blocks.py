@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from libero_ll.errors import LiberoError
-from libero_ll.policies.encoders import FiLM, ResNetFiLMEncoder, SpatialSoftmax
+from libero_ll.policies.encoders import FiLM, GroupNorm, ResNetFiLMEncoder, SpatialSoftmax
 from libero_ll.policies.temporal import TemporalTransformer
 
 
@@ -85,6 +85,34 @@ def test_encoder_layout_changes_the_memory_not_the_function():
     assert policy.encoders["agentview_rgb"].memory_format == torch.contiguous_format
     with pytest.raises(LiberoError, match="encoder_channels_last"):
         make_policy("resnet_rnn", {**small, "encoder_channels_last": "no"}, meta)
+
+
+def test_group_norm_of_channels_last_maps_is_the_default_layouts_bit_for_bit():
+    """On a CPU the encoders' GroupNorm normalises channels-last maps in the default layout (PyTorch's kernel
+    for channels-last input is several times slower with 2 channels a group): the same values and gradients
+    as the default layout's kernel, exactly, and the output stays channels-last for the next convolution."""
+    torch.manual_seed(0)
+    norm = GroupNorm(8, 16)
+    torch.nn.init.normal_(norm.weight)
+    torch.nn.init.normal_(norm.bias)
+    x = (torch.randn(6, 16, 12, 12) * 3 + 1).contiguous(memory_format=torch.channels_last).requires_grad_()
+    plain = x.detach().contiguous().requires_grad_()
+    upstream = torch.randn(6, 16, 12, 12)
+    got = norm(x)
+    got.backward(upstream)
+    got_grads = [x.grad, norm.weight.grad.clone(), norm.bias.grad.clone()]
+    norm.zero_grad()
+    want = torch.nn.functional.group_norm(plain, 8, norm.weight, norm.bias, norm.eps)
+    want.backward(upstream)
+    assert got.is_contiguous(memory_format=torch.channels_last) and not got.is_contiguous()
+    assert torch.equal(got, want)
+    for name, a, b in zip(("input", "weight", "bias"), got_grads, [plain.grad, norm.weight.grad, norm.bias.grad]):
+        assert torch.equal(a, b), name
+    # Default-layout input takes the parent's path; so does the state dict.
+    assert torch.equal(norm(plain.detach()), torch.nn.GroupNorm.forward(norm, plain.detach()))
+    assert set(norm.state_dict()) == {"weight", "bias"}
+    encoder = ResNetFiLMEncoder(cond_size=5, width=8, num_blocks=1)
+    assert type(encoder.stem[1]) is GroupNorm and type(encoder.blocks[0].norm1) is GroupNorm
 
 
 def test_film_starts_as_identity_and_conditions_after_training_starts():
