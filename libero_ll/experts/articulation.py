@@ -131,18 +131,26 @@ APPROACH_OUT = 0.05
 
 
 def _legs(start: np.ndarray, end: np.ndarray, hand: np.ndarray, grip: float) -> list:
-    """Waypoints along the straight line from `start` to `end`, none more than APPROACH_LEG apart."""
+    """Waypoints along the straight line from `start` to `end`, none more than APPROACH_LEG apart.
+
+    The hand passes the ones between without stopping ("via") and stops at `end`.
+    """
     n = max(1, math.ceil(float(np.linalg.norm(end - start)) / APPROACH_LEG))
-    return [("move", start + (end - start) * k / n, hand, grip) for k in range(1, n + 1)]
+    return [("via" if k < n else "move", start + (end - start) * k / n, hand, grip) for k in range(1, n + 1)]
 
 
-def _follow(handle: np.ndarray, start: np.ndarray, hand: np.ndarray, path, grip: float, n: int = 8) -> tuple[list, np.ndarray, np.ndarray]:
-    """Waypoints that carry the hand (at `start`, rotation `hand`) along with the handle's `path`."""
+def _follow(
+    handle: np.ndarray, start: np.ndarray, hand: np.ndarray, path, grip: float, n: int = 8, via: bool = False
+) -> tuple[list, np.ndarray, np.ndarray]:
+    """Waypoints that carry the hand (at `start`, rotation `hand`) along with the handle's `path`.
+
+    With `via`, the hand passes the waypoints before the last without stopping.
+    """
     way, last, turn = [], start, np.eye(3)
     for k in range(1, n + 1):
         shift, turn = path(k, n)
         last = handle + shift + turn @ (start - handle)
-        way.append(("move", last, turn @ hand, grip))
+        way.append(("via" if via and k < n else "move", last, turn @ hand, grip))
     return way, last, turn
 
 
@@ -198,7 +206,7 @@ def _work_handle(
     way = _legs(hand_at, risen, hand, CLOSED) if risen[2] > hand_at[2] + 0.01 else []
     way += _legs(risen, clear, hand, CLOSED)
     way += [("move", start + out * APPROACH_OUT, hand, CLOSED), ("move", start, hand, CLOSED)]
-    follow, last, turn = _follow(handle, start, hand, path, CLOSED, steps)
+    follow, last, turn = _follow(handle, start, hand, path, CLOSED, steps, via=True)
     back = last + turn @ out * 0.04
     return way + follow + [("move", back, turn @ hand, CLOSED), ("move", back + up, turn @ hand, CLOSED)]
 

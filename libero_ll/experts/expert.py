@@ -48,8 +48,10 @@ from libero_ll.experts.skills import (
 # 0.12 does not grasp where the open outer finger would come down on something beside the object; 0.13 adds
 # noise to the rotation actions of moves, ROT_NOISE; 0.14 acts under the lean controller compiled, whose torques
 # round differently, so that contacts and the demos drift apart from 0.13's over an episode; 0.15 holds an object
-# beyond FAR_REACH at its side, the hand pitched where it is low, and draws it in as it lifts).
-EXPERT_VERSION = "scripted-expert 0.15"
+# beyond FAR_REACH at its side, the hand pitched where it is low, and draws it in as it lifts; 0.16 passes the
+# points between the legs of a long move without stopping ("via"), gives up a waypoint it has stopped closing in
+# on (STALL_STEPS) and turns a bowl put into a drawer so that the hand is further out, DRAWER_HAND_TURN).
+EXPERT_VERSION = "scripted-expert 0.16"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -59,6 +61,10 @@ CLOSE_STEPS = 8
 OPEN_STEPS = 6
 POS_TOL = 0.008
 ROT_TOL = 0.08
+# A "via" waypoint is one the hand passes on its way to the next (a corner-free stretch of a longer path cut
+# into legs): it counts as reached this near, so that the hand does not slow to a stop at every leg.
+VIA_TOL = 0.025
+VIA_ROT_TOL = 0.3
 # Noise added to the rotation actions of moves, action units (0.05 = 0.025 rad a step), as the position
 # actions get theirs: the demos then show the hand turned a little off and turned back. A policy that
 # samples its actions turns the hand by a random amount every step; from demos that never showed such a
@@ -88,11 +94,31 @@ DRAWER_STANDS_OUT = 0.02
 DRAWER_WALL = 0.02
 # An object put into a drawer stays this far from the drawer's front wall, metres.
 DRAWER_EDGE_GAP = 0.008
+# Put into a drawer, an object held by its wall (a bowl) is turned by this much more than the hand closing along
+# the drawer's front would need, radians, the way that puts the hand further out of the drawer: closing along the
+# front, the hand is over the bowl's centre line, and into libero_10's bottom drawer the Panda's wrist (link 7,
+# 11 cm above the fingers) then met the top drawer's handle. Expert 0.15 stopped 11 cm above the place and let go
+# there, the bowl's far rim came down on the middle drawer's handle, and in 3 episodes of 20 it lay tilted by 27
+# to 42 degrees and jammed the drawer. Turned by 0.35 rad, the pinch (5.8 cm from the bowl's centre) and the hand
+# are 2 cm further out, and the hand puts the bowl down where it was meant to go.
+DRAWER_HAND_TURN = 0.35
+# A grasp this far (metres) from the object's centre, seen from above, holds it by its wall.
+WALL_GRASP = 0.02
 # A waypoint the hand cannot reach exactly (an object in the way) is given up after this many steps,
 # or after twice the steps a longer move takes: the controller moves the hand at about TRACKING of
 # the speed an action asks for (its stiffness against its damping), less with a load.
 WAYPOINT_BUDGET = 60
 TRACKING = 0.3
+# Working a fixture's part (a drawer, door or knob), a waypoint the hand has stopped closing in on is given up
+# sooner: after STALL_STEPS steps over which neither its distance to the waypoint shrank by STALL_PROGRESS (metres)
+# nor its angle by STALL_TURN (radians). Expert 0.15 spent the whole budget there, the hand pressing on a part at
+# its stop or held at the edge of the arm's reach: 60 steps of standing still in a demo (libero_10's microwave door,
+# pushed from the edge of the Panda's reach, 1.5 cm short of two waypoints for 120 steps, and the episode over the
+# 600-step cap). Carrying an object, the whole budget is kept: a held object caught on something can come free
+# (given up after 12 steps there too, 2 episodes of libero_object's butter and 1 of its bbq sauce failed).
+STALL_STEPS = 12
+STALL_PROGRESS = 0.003
+STALL_TURN = 0.03
 # An object whose centre lies more than FAR_REACH (metres, seen from above) from the robot's base is at the
 # edge of the Panda's reach. Pinched on its far side with the hand straight down, the arm straightens to
 # its elbow's stop, where the controller can no longer draw the hand back (the black bowls on libero_spatial's
@@ -268,6 +294,7 @@ class ScriptedExpert:
         self._hold_pos: np.ndarray | None = None  # where a hold keeps the hand: the last waypoint
         self._wp_steps = 0
         self._wp_budget = WAYPOINT_BUDGET
+        self._wp_errors: list[tuple[float, float]] = []  # the hand's distance and angle to its waypoint, per step
         self._load(0)
 
     def _with_tip_overs(self, steps: list) -> list:
@@ -388,7 +415,8 @@ class ScriptedExpert:
         # Turned about the vertical while carried when it would not fit the container as it lies.
         container = self._container(step)
         turn = fit_turn(yaw, model, container)
-        if container is not None and _container_part(step.goal.args[1], inst) is not None:
+        into_drawer = container is not None and _container_part(step.goal.args[1], inst) is not None
+        if into_drawer:
             # Into a drawer, whose cabinet overhangs its back: the hand (20 cm wide along the
             # closing direction) closes along the drawer's front so that it stays clear of the cabinet.
             along_front = math.atan2(container.rot[1, 1], container.rot[0, 1])
@@ -408,6 +436,8 @@ class ScriptedExpert:
             ee_rot, wrist = hand_and_wrist(env)
             d = wrap_angle(math.atan2(hand_rot[1, 0], hand_rot[0, 0]) - math.atan2(ee_rot[1, 0], ee_rot[0, 0]))
             turn = wrist_safe_turn(turn, wrist - d)
+        if into_drawer:
+            turn = turn_hand_out(turn, grasp[:2] - pos[:2], container.rot[:2, 0])
         c, s = math.cos(turn), math.sin(turn)
         offset = np.array([[c, -s], [s, c]]) @ (grasp[:2] - pos[:2])
         place = np.array([target_xy[0] + offset[0], target_xy[1] + offset[1], bottom_z + model.grasp.height])
@@ -644,6 +674,13 @@ class ScriptedExpert:
         """True when every step has been carried out."""
         return self._stage >= len(self.steps)
 
+    def _stalled(self) -> bool:
+        """Whether the hand has stopped closing in on its waypoint (see STALL_STEPS)."""
+        if STALL_STEPS <= 0 or len(self._wp_errors) <= STALL_STEPS or not isinstance(self.steps[self._stage], Articulate):
+            return False
+        (err0, rot0), (err, rot) = self._wp_errors[-STALL_STEPS - 1], self._wp_errors[-1]
+        return err0 - err < STALL_PROGRESS and rot0 - rot < STALL_TURN
+
     def act(self) -> np.ndarray:
         """The next action (7 numbers in [-1, 1])."""
         p = self.env.robot_proprio()
@@ -667,7 +704,10 @@ class ScriptedExpert:
             if self._wp_steps == 0:
                 # A long or slow move gets the steps it needs at its speed, twice over.
                 self._wp_budget = max(WAYPOINT_BUDGET, int(2 * err / (speed * POS_SCALE * TRACKING)))
-            if (err > POS_TOL or rot_err > ROT_TOL) and self._wp_steps < self._wp_budget:
+                self._wp_errors = []
+            pos_tol, rot_tol = (VIA_TOL, VIA_ROT_TOL) if kind == "via" else (POS_TOL, ROT_TOL)
+            self._wp_errors.append((float(err), float(rot_err)))
+            if (err > pos_tol or rot_err > rot_tol) and self._wp_steps < self._wp_budget and not self._stalled():
                 self._wp_steps += 1
                 a = servo(pos, rot, target, hand_rot, grip, speed)
                 a[:3] += self.rng.normal(0.0, self.noise, size=3)
@@ -707,6 +747,19 @@ HINT_CLEARANCE = 0.02
 # a disc of FINGER_RADIUS about it holds its footprint (2.1 x 2.7 cm) with a few millimetres to spare.
 FINGER_OUT = 0.051
 FINGER_RADIUS = 0.02
+
+
+def turn_hand_out(turn: float, offset: np.ndarray, out: np.ndarray, by: float = DRAWER_HAND_TURN) -> float:
+    """Of `turn` ± `by` (radians about the vertical), the one that carries a grasp `offset` (the pinch from the
+    object's centre, xy) further along `out`; `turn` itself when the grasp is not on the object's wall."""
+    if float(np.linalg.norm(offset)) < WALL_GRASP:
+        return turn
+
+    def along_out(t: float) -> float:
+        c, s = math.cos(t), math.sin(t)
+        return float(np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]]) @ out)
+
+    return max((turn + by, turn - by), key=along_out)
 
 
 def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], float]]:

@@ -44,24 +44,23 @@ def test_expert_solves_once_failing_task_within_budget(suite, name, budget, inde
         env.close()
 
 
-def test_bowl_into_the_bottom_drawer_and_close_it_mostly_succeeds():
-    """The bowl was once put down at a jittered spot 1 cm deeper in the drawer: the wrist met the drawer
-    above, the bowl dropped tilted against the front wall and jammed the drawer shut (episode 10).
-
-    Episodes this long are sensitive to rounding: on some processors episodes 10 and 11 still end with the
-    bowl's far rim on the middle drawer's front, released high and dragged, and the drawer jammed 6 cm
-    open (18 of episodes 0 to 19 succeed there). So ten episodes are run and most must succeed.
-    """
+def test_bowl_into_the_bottom_drawer_is_put_down_low_and_the_drawer_shut():
+    """Closing the hand along the drawer's front, the Panda's wrist met the top drawer's handle 11 cm above the
+    place: the hand waited there for its waypoint budget (about 60 steps) and let go, the bowl's far rim came
+    down on the middle drawer's handle, and in episodes 1, 6 and 19 (of 0 to 19) the bowl lay tilted by 27 to
+    42 degrees and jammed the drawer 5 cm open (600 steps, unsolved; the episodes solved took 320 to 379).
+    Turned by `DRAWER_HAND_TURN` the hand is 2 cm further out, puts the bowl down and shuts the drawer in
+    about 230 steps."""
     env, task = _env("libero_10", "KITCHEN_SCENE4_put_the_black_bowl_in_the_bottom_drawer_of_the_cabinet_and_close_it")
-    failed = []
+    slow = []
     try:
-        for index in range(10, 20):
-            ok, _ = run_expert_episode(env, demo_seed(task, index, 0, seed=0), 400, record=False)
+        for index in (1, 6, 19):
+            ok, _ = run_expert_episode(env, demo_seed(task, index, 0, seed=0), 320, record=False)
             if not ok:
-                failed.append(index)
+                slow.append(index)
     finally:
         env.close()
-    assert len(failed) <= 3, f"{task}: episodes {failed} not solved in 400 steps"
+    assert not slow, f"{task}: episodes {slow} not solved in 320 steps"
 
 
 def test_open_drawer_stands_out_far_enough_for_a_bowl_clear_of_the_handle_above():

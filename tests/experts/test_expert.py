@@ -385,3 +385,89 @@ def test_a_bowl_beside_a_tray_is_not_grasped_where_the_outer_finger_meets_the_tr
 
         ok, _ = run_expert_episode(env, seed=seed, max_steps=600, record=False)
         assert ok
+
+
+class _StillHand:
+    """Just enough of an environment for `ScriptedExpert.act`: a hand pointing down at a fixed place."""
+
+    def __init__(self, pos):
+        self.pos = np.asarray(pos, dtype=float)
+
+    def robot_proprio(self):
+        from libero_ll.experts.skills import hand_down_rotation
+
+        return {"ee_pos": self.pos, "ee_rot": hand_down_rotation(0.0)}
+
+
+def _expert_with(queue, hand_at, step=None):
+    from libero_ll.experts.expert import WAYPOINT_BUDGET, ScriptedExpert
+
+    ex = ScriptedExpert.__new__(ScriptedExpert)
+    ex.env, ex.rng, ex.noise, ex.rot_noise, ex.speed = _StillHand(hand_at), np.random.default_rng(0), 0.0, 0.0, 0.6
+    ex.steps, ex._stage, ex._counter, ex._hold_pos = [step], 0, 0, None
+    ex._wp_steps, ex._wp_budget, ex._queue = 0, WAYPOINT_BUDGET, list(queue)
+    return ex
+
+
+@pytest.mark.parametrize("kind, heads_for", [("via", "next"), ("move", "this")])
+def test_the_hand_passes_a_via_point_without_stopping_there(kind, heads_for):
+    """2 cm short of a "via" point the hand already heads for the next; short of a "move" it goes on to it."""
+    from libero_ll.experts.skills import hand_down_rotation
+
+    down = hand_down_rotation(0.0)
+    this, after = np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.3, 1.0])
+    ex = _expert_with([(kind, this, down, 1.0), ("move", after, down, 1.0)], hand_at=[-0.02, 0.0, 1.0])
+    a = ex.act()
+    if heads_for == "next":
+        assert len(ex._queue) == 1 and a[1] > 0.5  # towards the next waypoint (y)
+    else:
+        assert len(ex._queue) == 2 and a[0] > 0.3 and abs(a[1]) < 1e-9  # on towards this one (x)
+
+
+def test_a_bowl_put_into_a_drawer_turns_so_that_the_hand_is_further_out():
+    from libero_ll.experts.expert import DRAWER_HAND_TURN, turn_hand_out
+
+    out = np.array([-1.0, 0.0])  # out of the drawer, towards the robot
+    pinch = np.array([0.0, -0.058])  # the hand on the bowl's wall, along the drawer's front
+    for turn in (0.0, 0.5, -2.0):
+        got = turn_hand_out(turn, pinch, out)
+        assert abs(abs(got - turn) - DRAWER_HAND_TURN) < 1e-12
+        c, s = math.cos(got), math.sin(got)
+        c0, s0 = math.cos(turn), math.sin(turn)
+        turned = np.array([c * pinch[0] - s * pinch[1], s * pinch[0] + c * pinch[1]])
+        before = np.array([c0 * pinch[0] - s0 * pinch[1], s0 * pinch[0] + c0 * pinch[1]])
+        assert turned @ out > before @ out
+    # A box pinched across its middle is not turned.
+    assert turn_hand_out(0.3, np.array([0.003, -0.002]), out) == 0.3
+
+
+def test_a_waypoint_the_hand_no_longer_closes_in_on_is_given_up_working_a_part():
+    """Working a drawer, a hand held fast 5 cm short of its waypoint heads for the next after STALL_STEPS
+    steps, not after the whole WAYPOINT_BUDGET; carrying an object it keeps trying for the whole budget; a
+    hand that still closes in keeps going."""
+    from libero_ll.bddl.spec import Predicate
+    from libero_ll.experts.expert import STALL_STEPS, WAYPOINT_BUDGET, Articulate, PickPlace
+    from libero_ll.experts.skills import hand_down_rotation
+
+    down = hand_down_rotation(0.0)
+    this, after = np.array([0.05, 0.0, 1.0]), np.array([0.0, 0.3, 1.0])
+    drawer = Articulate("cabinet_1", "top_drawer", "drawer", Predicate("close", ("cabinet_1_top_region",)))
+    carry = PickPlace("bowl_1", Predicate("on", ("bowl_1", "plate_1")))
+
+    def steps_towards_this(step):
+        ex = _expert_with([("move", this, down, 1.0), ("move", after, down, 1.0)], hand_at=[0.0, 0.0, 1.0], step=step)
+        n = 0
+        while len(ex._queue) == 2 and n <= WAYPOINT_BUDGET:
+            ex.act()
+            n += len(ex._queue) == 2
+        return n
+
+    assert steps_towards_this(drawer) == STALL_STEPS < WAYPOINT_BUDGET
+    assert steps_towards_this(carry) == WAYPOINT_BUDGET
+
+    # Closing in by 1 cm a step, it is not given up.
+    ex = _expert_with([("move", np.array([0.3, 0.0, 1.0]), down, 1.0), ("move", after, down, 1.0)], hand_at=[0.0, 0.0, 1.0], step=drawer)
+    for k in range(25):
+        ex.env.pos = np.array([0.01 * k, 0.0, 1.0])
+        ex.act()
+    assert len(ex._queue) == 2
