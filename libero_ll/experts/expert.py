@@ -15,7 +15,7 @@ from libero_ll.assets.categories import get_model
 from libero_ll.bddl.spec import Predicate
 from libero_ll.errors import LiberoError
 from libero_ll.envs.placement import joint_target, owner_of
-from libero_ll.experts.articulation import HAND_BOTTOM_ABOVE_GRIP, articulation_waypoints, hand_clearance
+from libero_ll.experts.articulation import HAND_BOTTOM_ABOVE_GRIP, articulation_waypoints
 from libero_ll.experts.push import push_waypoints
 from libero_ll.experts.shelf import (
     CENTRED,
@@ -50,8 +50,7 @@ from libero_ll.experts.skills import (
 # round differently, so that contacts and the demos drift apart from 0.13's over an episode; 0.15 holds an object
 # beyond FAR_REACH at its side, the hand pitched where it is low, and draws it in as it lifts; 0.16 passes the
 # points between the legs of a long move without stopping ("via"), gives up a waypoint it has stopped closing in
-# on (STALL_STEPS), turns a bowl put into a drawer so that the hand is further out (DRAWER_HAND_TURN) and does
-# not pinch a round wall where the hand's housing would come down on something tall beside it).
+# on (STALL_STEPS) and turns a bowl put into a drawer so that the hand is further out, DRAWER_HAND_TURN).
 EXPERT_VERSION = "scripted-expert 0.16"
 
 # Heights are metres above the grasp or release point.
@@ -110,15 +109,13 @@ WALL_GRASP = 0.02
 # the speed an action asks for (its stiffness against its damping), less with a load.
 WAYPOINT_BUDGET = 60
 TRACKING = 0.3
-# Working a fixture's part (a drawer, door or knob) or with the hand open, a waypoint the hand has stopped closing
-# in on is given up sooner: after STALL_STEPS steps over which neither its distance to the waypoint shrank by
-# STALL_PROGRESS (metres) nor its angle by STALL_TURN (radians). Expert 0.15 spent the whole budget there, the hand
-# pressing on a part at its stop or held at the edge of the arm's reach: 60 steps or more of standing still in a
-# demo (libero_10's microwave door, pushed from the edge of the Panda's reach, 1.5 cm short of two waypoints for 120
-# steps, and the episode over the 600-step cap; libero_spatial's bowl on the wooden cabinet, whose approach 10 cm
-# above the grasp is out of reach: 137 and 60 steps on the way to the grasp). Carrying an object, the whole budget
-# is kept: a held object caught on something can come free (given up after 12 steps there too, 2 episodes of
-# libero_object's butter and 1 of its bbq sauce failed).
+# Working a fixture's part (a drawer, door or knob), a waypoint the hand has stopped closing in on is given up
+# sooner: after STALL_STEPS steps over which neither its distance to the waypoint shrank by STALL_PROGRESS (metres)
+# nor its angle by STALL_TURN (radians). Expert 0.15 spent the whole budget there, the hand pressing on a part at
+# its stop or held at the edge of the arm's reach: 60 steps of standing still in a demo (libero_10's microwave door,
+# pushed from the edge of the Panda's reach, 1.5 cm short of two waypoints for 120 steps, and the episode over the
+# 600-step cap). Carrying an object, the whole budget is kept: a held object caught on something can come free
+# (given up after 12 steps there too, 2 episodes of libero_object's butter and 1 of its bbq sauce failed).
 STALL_STEPS = 12
 STALL_PROGRESS = 0.003
 STALL_TURN = 0.03
@@ -357,11 +354,6 @@ class ScriptedExpert:
         # What the open outer finger could come down on: not a container the object stands in (a drawer
         # around a bowl), whose floor lies below the fingers.
         beside = [o for o in obstacles if clearance(pos[:2], [o]) > 0.0]
-        # What the hand's housing could come down on: anything beside the object whose top reaches the housing's
-        # bottom (HAND_BOTTOM_ABOVE_GRIP above the fingers), anywhere under the housing (HAND_HALF_LENGTH along
-        # the closing direction either side of the pinch). Pinched where it came down on the side wall of an open
-        # drawer, libero_goal's bowl was not reached: the hand stopped 18 cm above it and closed on nothing.
-        around = [o for o in under_hand if clearance(pos[:2], [o]) > 0.0]
         best = None
         base = np.asarray(env.arena.robot_base[:2])
         layer = find_layer(env, step.goal.args[1])
@@ -384,17 +376,14 @@ class ScriptedExpert:
             finger_room = clearance(point + outward * FINGER_OUT, beside, rounded=True) - FINGER_RADIUS
             if finger_room < 0.0:
                 score = finger_room
-            housed = hand_clearance(point, yaw + across, around) > 0.0
-            if not housed:
-                score = min(score, -HOUSING_OVERLAP_PENALTY)
             if far:
                 # Of the pinches clear enough, the one most to the side (see FAR_REACH).
                 side = 1.0 - abs(float(off @ from_base)) / max(float(np.linalg.norm(off)), 1e-9)
-                score = side if clear >= HINT_CLEARANCE and finger_room >= 0.0 and housed else score - 1.0
+                score = side if clear >= HINT_CLEARANCE and finger_room >= 0.0 else score - 1.0
                 if best is None or score > best[0]:
                     best = (score, off, across, 0.0)
                 continue
-            if k == 0 and layer is None and clear >= HINT_CLEARANCE and finger_room >= 0.0 and housed:
+            if k == 0 and layer is None and clear >= HINT_CLEARANCE and finger_room >= 0.0:
                 # The hint wins whenever it is clear enough: a choice by the most clearance flips
                 # between two sides of a round wall as an object moves by a centimetre, and demos
                 # that grasp a bowl on either side for the same look of the scene cannot be learnt.
@@ -685,11 +674,9 @@ class ScriptedExpert:
         """True when every step has been carried out."""
         return self._stage >= len(self.steps)
 
-    def _stalled(self, grip: float) -> bool:
-        """Whether the hand, working a part or open (`grip` < 0), has stopped closing in on its waypoint (see STALL_STEPS)."""
-        if STALL_STEPS <= 0 or len(self._wp_errors) <= STALL_STEPS:
-            return False
-        if grip >= 0 and not isinstance(self.steps[self._stage], Articulate):
+    def _stalled(self) -> bool:
+        """Whether the hand has stopped closing in on its waypoint (see STALL_STEPS)."""
+        if STALL_STEPS <= 0 or len(self._wp_errors) <= STALL_STEPS or not isinstance(self.steps[self._stage], Articulate):
             return False
         (err0, rot0), (err, rot) = self._wp_errors[-STALL_STEPS - 1], self._wp_errors[-1]
         return err0 - err < STALL_PROGRESS and rot0 - rot < STALL_TURN
@@ -720,7 +707,7 @@ class ScriptedExpert:
                 self._wp_errors = []
             pos_tol, rot_tol = (VIA_TOL, VIA_ROT_TOL) if kind == "via" else (POS_TOL, ROT_TOL)
             self._wp_errors.append((float(err), float(rot_err)))
-            if (err > pos_tol or rot_err > rot_tol) and self._wp_steps < self._wp_budget and not self._stalled(grip):
+            if (err > pos_tol or rot_err > rot_tol) and self._wp_steps < self._wp_budget and not self._stalled():
                 self._wp_steps += 1
                 a = servo(pos, rot, target, hand_rot, grip, speed)
                 a[:3] += self.rng.normal(0.0, self.noise, size=3)
@@ -760,9 +747,6 @@ HINT_CLEARANCE = 0.02
 # a disc of FINGER_RADIUS about it holds its footprint (2.1 x 2.7 cm) with a few millimetres to spare.
 FINGER_OUT = 0.051
 FINGER_RADIUS = 0.02
-# A pinch where the hand's housing would come down on something is ranked as if it had this much less than no
-# clearance, metres: below every pinch that has room for the housing.
-HOUSING_OVERLAP_PENALTY = 0.01
 
 
 def turn_hand_out(turn: float, offset: np.ndarray, out: np.ndarray, by: float = DRAWER_HAND_TURN) -> float:

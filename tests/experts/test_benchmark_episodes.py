@@ -32,12 +32,6 @@ def _env(suite: str, name: str) -> tuple[LiberoEnv, str]:
         ("libero_90", "STUDY_SCENE4_pick_up_the_book_on_the_right_and_place_it_under_the_cabinet_shelf", 600, 0),
         # A mug set on the microwave's sill, pushed in whole with the hand pitched, and the door shut.
         ("libero_10", "KITCHEN_SCENE6_put_the_yellow_and_white_mug_in_the_microwave_and_close_it", 600, 0),
-        # The bowl was once pinched where the hand's housing came down on the open drawer's side wall: the
-        # hand stopped 18 cm above the bowl and closed on nothing (600 steps, unsolved).
-        ("libero_goal", "open_the_top_drawer_and_put_the_bowl_inside", 500, 5),
-        # Above the bowl on the wooden cabinet (0.83 m out, at the shoulder's height) the approach is out of the
-        # Panda's reach: the open hand once waited out two waypoint budgets there (about 200 steps; 386 in all).
-        ("libero_spatial", "pick_up_the_black_bowl_on_the_wooden_cabinet_and_place_it_on_the_plate", 300, 1),
     ],
 )
 def test_expert_solves_once_failing_task_within_budget(suite, name, budget, index):
