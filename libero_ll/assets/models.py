@@ -94,12 +94,17 @@ class Grasp:
         height: height of the finger tips above the object's bottom, metres.
         offset: horizontal offset of the pinch point from the object's centre (model frame), metres.
         across_yaw: direction in which the fingers close, as an angle from the model's x axis, radians.
+        close_until_still: the fingers, having closed for the hand's usual number of steps, go on closing
+            while they still move before the hand lifts (a heavy object pinched by a thin wall: lifted with
+            the fingers still closing, it turns in them and slips out). Left out of the repr, and so out of
+            the scene's fingerprint (`scene_fingerprint`): it changes nothing in the simulated scene.
     """
 
     kind: str = "body"
     height: float = 0.02
     offset: tuple[float, float] = (0.0, 0.0)
     across_yaw: float = math.pi / 2
+    close_until_still: bool = field(default=False, repr=False)
 
 
 @dataclass(frozen=True)

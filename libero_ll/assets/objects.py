@@ -335,7 +335,10 @@ def _mug(category: str, wall_rgba, handle_rgba, inside_rgba, description: str, l
         category,
         geoms,
         density=1700.0,
-        grasp=_rim_grasp(radius, height),
+        # 0.3 kg held by its 6 mm wall at the rim: the fingers close until they stop before the lift (lifted
+        # after the expert's usual 8 steps, 3 cm apart and still closing, the mug turned in them and fell in 5
+        # of libero_90's 200 mug episodes and 2 of libero_10's 60).
+        grasp=replace(_rim_grasp(radius, height), close_until_still=True),
         description=description,
     )
 

@@ -15,7 +15,7 @@ from libero_ll.assets.categories import get_model
 from libero_ll.bddl.spec import Predicate
 from libero_ll.errors import LiberoError
 from libero_ll.envs.placement import joint_target, owner_of
-from libero_ll.experts.articulation import HAND_BOTTOM_ABOVE_GRIP, articulation_waypoints
+from libero_ll.experts.articulation import HAND_BOTTOM_ABOVE_GRIP, articulation_waypoints, hand_clearance
 from libero_ll.experts.push import push_waypoints
 from libero_ll.experts.shelf import (
     CENTRED,
@@ -50,14 +50,23 @@ from libero_ll.experts.skills import (
 # round differently, so that contacts and the demos drift apart from 0.13's over an episode; 0.15 holds an object
 # beyond FAR_REACH at its side, the hand pitched where it is low, and draws it in as it lifts; 0.16 passes the
 # points between the legs of a long move without stopping ("via"), gives up a waypoint it has stopped closing in
-# on (STALL_STEPS) and turns a bowl put into a drawer so that the hand is further out, DRAWER_HAND_TURN).
-EXPERT_VERSION = "scripted-expert 0.16"
+# on (STALL_STEPS) and turns a bowl put into a drawer so that the hand is further out, DRAWER_HAND_TURN); 0.17 closes
+# the fingers on a mug until they stop (`Grasp.close_until_still`), turns the hand before it pitches to push
+# something further into a layer, gives up a stalled waypoint of such a push too, turns it the way that leaves
+# the wrist room for the pitch (PUSH_WRIST_WIND), and does not pinch a round wall where the hand's housing would
+# come down on something tall beside it (HOUSING_OVERLAP_PENALTY).
+EXPERT_VERSION = "scripted-expert 0.17"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
 CARRY_CLEARANCE = 0.12
 RELEASE_CLEARANCE = 0.012
 CLOSE_STEPS = 8
+# An object whose grasp hint asks for it (`Grasp.close_until_still`) is held with fingers that go on closing after
+# CLOSE_STEPS while they closed by more than CLOSE_STILL (metres of opening) over the last step, for at most
+# CLOSE_MAX_STEPS in all.
+CLOSE_STILL = 0.001
+CLOSE_MAX_STEPS = 16
 OPEN_STEPS = 6
 POS_TOL = 0.008
 ROT_TOL = 0.08
@@ -114,11 +123,20 @@ TRACKING = 0.3
 # nor its angle by STALL_TURN (radians). Expert 0.15 spent the whole budget there, the hand pressing on a part at
 # its stop or held at the edge of the arm's reach: 60 steps of standing still in a demo (libero_10's microwave door,
 # pushed from the edge of the Panda's reach, 1.5 cm short of two waypoints for 120 steps, and the episode over the
-# 600-step cap). Carrying an object, the whole budget is kept: a held object caught on something can come free
+# 600-step cap). The same holds for a push of an object further into a layer (`SlideIn`): in libero_10's microwave
+# task the closed fingers stood still 2 cm short of the push's end for 40 steps. Carrying an
+# object, the whole budget is kept: a held object caught on something can come free
 # (given up after 12 steps there too, 2 episodes of libero_object's butter and 1 of its bbq sauce failed).
 STALL_STEPS = 12
 STALL_PROGRESS = 0.003
 STALL_TURN = 0.03
+# A push into a layer with the hand pitched forward (`push_in_waypoints`) winds the Panda's last joint on by about
+# this much (radians; measured 0.7 for a book under a shelf, 1.3 to 1.4 for a mug in the microwave). Of two ways
+# to turn the hand that differ by less than PUSH_TURN_TIE (radians), the expert takes the one that leaves that
+# joint nearer the middle of its range: libero_10's microwave task had wound it to its stop, and turning back
+# from there the hand swung 25 cm off its way.
+PUSH_WRIST_WIND = 1.0
+PUSH_TURN_TIE = 0.5
 # An object whose centre lies more than FAR_REACH (metres, seen from above) from the robot's base is at the
 # edge of the Panda's reach. Pinched on its far side with the hand straight down, the arm straightens to
 # its elbow's stop, where the controller can no longer draw the hand back (the black bowls on libero_spatial's
@@ -292,6 +310,7 @@ class ScriptedExpert:
         self._stage = 0
         self._counter = 0
         self._hold_pos: np.ndarray | None = None  # where a hold keeps the hand: the last waypoint
+        self._last_opening: float | None = None  # the fingers' opening at the last step of a close
         self._wp_steps = 0
         self._wp_budget = WAYPOINT_BUDGET
         self._wp_errors: list[tuple[float, float]] = []  # the hand's distance and angle to its waypoint, per step
@@ -354,6 +373,11 @@ class ScriptedExpert:
         # What the open outer finger could come down on: not a container the object stands in (a drawer
         # around a bowl), whose floor lies below the fingers.
         beside = [o for o in obstacles if clearance(pos[:2], [o]) > 0.0]
+        # What the hand's housing could come down on: anything beside the object whose top reaches the housing's
+        # bottom (HAND_BOTTOM_ABOVE_GRIP above the fingers), anywhere under the housing (HAND_HALF_LENGTH along
+        # the closing direction either side of the pinch). Pinched where it came down on the side wall of an open
+        # drawer, libero_goal's bowl was not reached: the hand stopped 18 cm above it and closed on nothing.
+        around = [o for o in under_hand if clearance(pos[:2], [o]) > 0.0]
         best = None
         base = np.asarray(env.arena.robot_base[:2])
         layer = find_layer(env, step.goal.args[1])
@@ -376,14 +400,17 @@ class ScriptedExpert:
             finger_room = clearance(point + outward * FINGER_OUT, beside, rounded=True) - FINGER_RADIUS
             if finger_room < 0.0:
                 score = finger_room
+            housed = hand_clearance(point, yaw + across, around) > 0.0
+            if not housed:
+                score = min(score, -HOUSING_OVERLAP_PENALTY)
             if far:
                 # Of the pinches clear enough, the one most to the side (see FAR_REACH).
                 side = 1.0 - abs(float(off @ from_base)) / max(float(np.linalg.norm(off)), 1e-9)
-                score = side if clear >= HINT_CLEARANCE and finger_room >= 0.0 else score - 1.0
+                score = side if clear >= HINT_CLEARANCE and finger_room >= 0.0 and housed else score - 1.0
                 if best is None or score > best[0]:
                     best = (score, off, across, 0.0)
                 continue
-            if k == 0 and layer is None and clear >= HINT_CLEARANCE and finger_room >= 0.0:
+            if k == 0 and layer is None and clear >= HINT_CLEARANCE and finger_room >= 0.0 and housed:
                 # The hint wins whenever it is clear enough: a choice by the most clearance flips
                 # between two sides of a round wall as an object moves by a centimetre, and demos
                 # that grasp a bowl on either side for the same look of the scene cannot be learnt.
@@ -467,10 +494,11 @@ class ScriptedExpert:
         # The hand's z axis points out of the palm: the approach lies back along it (straight above
         # the grasp for a hand pointing down).
         approach = grasp - hand_rot[:, 2] * APPROACH_HEIGHT
+        close = "close" if get_model(self.env.spec.instances()[step.obj]).grasp.close_until_still else "hold"
         return self._transit(approach, hand_rot, skip={step.obj}) + [
             ("move", approach, hand_rot, -1.0),
             ("move", grasp, hand_rot, -1.0),
-            ("hold", close_steps, hand_rot, 1.0),
+            (close, close_steps, hand_rot, 1.0),
         ]
 
     def _held_off_centre(self, step, grasp: np.ndarray) -> bool:
@@ -548,9 +576,22 @@ class ScriptedExpert:
         rot = g.rot(step.obj)
         yaw = math.atan2(rot[1, 0], rot[0, 0])
         along_face = math.atan2(layer.across[1], layer.across[0])
-        close = nearest_equivalent_yaw(along_face, *hand_and_wrist(env))
+        hand_rot, wrist = hand_and_wrist(env)
+        close = nearest_equivalent_yaw(along_face, hand_rot, wrist)
         hand = env.robot_proprio()["ee_pos"]
-        return push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, close)
+        way = push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, close)
+        if not way or way[1][2][2, 2] < -STRAIGHT_DOWN:
+            return way
+        # The push is pitched (see `push_in_waypoints`): pitching the hand forward winds the Panda's last joint on
+        # by PUSH_WRIST_WIND. Where the other way round is about as short a turn, the one that leaves the joint
+        # nearer the middle of its range once pitched is taken.
+        now = math.atan2(hand_rot[1, 0], hand_rot[0, 0])
+        other = wrap_angle(close + math.pi)
+        d, d_other = wrap_angle(close - now), wrap_angle(other - now)
+        wound, wound_other = abs(wrist - d + PUSH_WRIST_WIND), abs(wrist - d_other + PUSH_WRIST_WIND)
+        if abs(abs(d_other) - abs(d)) < PUSH_TURN_TIE and wound_other < wound:
+            way = push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, other)
+        return way
 
     def _tip_over(self, step: TipOver, model) -> list:
         """Waypoints that push a standing object over along its container, fingers closing along the fall."""
@@ -675,8 +716,9 @@ class ScriptedExpert:
         return self._stage >= len(self.steps)
 
     def _stalled(self) -> bool:
-        """Whether the hand has stopped closing in on its waypoint (see STALL_STEPS)."""
-        if STALL_STEPS <= 0 or len(self._wp_errors) <= STALL_STEPS or not isinstance(self.steps[self._stage], Articulate):
+        """Whether the hand, working a part or pushing something into a layer, has stopped closing in on its
+        waypoint (see STALL_STEPS)."""
+        if len(self._wp_errors) <= STALL_STEPS or not isinstance(self.steps[self._stage], (Articulate, SlideIn)):
             return False
         (err0, rot0), (err, rot) = self._wp_errors[-STALL_STEPS - 1], self._wp_errors[-1]
         return err0 - err < STALL_PROGRESS and rot0 - rot < STALL_TURN
@@ -688,15 +730,19 @@ class ScriptedExpert:
         while self._queue:
             kind, target, hand_rot, grip, *rest = self._queue[0]
             speed = rest[0] if rest and rest[0] is not None else self.speed
-            if kind == "hold":
+            if kind in ("hold", "close"):
                 # Fingers closing or opening: the hand stays at the last waypoint (a zero delta each
-                # step would let it drift with the fingers' push).
+                # step would let it drift with the fingers' push). A "close" goes on while the fingers move.
                 if self._counter == 0 and self._hold_pos is None:
                     self._hold_pos = pos.copy()
-                if self._counter < target:
+                opening = float(p["gripper_states"][0] - p["gripper_states"][1])
+                closing = self._last_opening is not None and self._last_opening - opening > CLOSE_STILL
+                if self._counter < target or (kind == "close" and closing and self._counter < CLOSE_MAX_STEPS):
                     self._counter += 1
+                    self._last_opening = opening
                     return servo(pos, rot, self._hold_pos, hand_rot, grip, speed)
                 self._counter = 0
+                self._last_opening = None
                 self._queue.pop(0)
                 continue
             err = np.linalg.norm(target - pos)
@@ -742,6 +788,9 @@ GRASP_CLEARANCE = 0.05
 # The object's own grasp hint is taken whenever it has this much clearance (metres): room for the outer
 # finger and its pad beside the wall.
 HINT_CLEARANCE = 0.02
+# A pinch where the hand's housing would come down on something is ranked as if it had this much less than no
+# clearance, metres: below every pinch that has room for the housing.
+HOUSING_OVERLAP_PENALTY = 0.01
 # The open hand's outer finger, seen from above: its centre lies FINGER_OUT (metres) beyond the pinch
 # point along the closing direction (the Panda's open fingers, from the hand's centre: 4 to 6.2 cm), and
 # a disc of FINGER_RADIUS about it holds its footprint (2.1 x 2.7 cm) with a few millimetres to spare.

@@ -390,13 +390,15 @@ def test_a_bowl_beside_a_tray_is_not_grasped_where_the_outer_finger_meets_the_tr
 class _StillHand:
     """Just enough of an environment for `ScriptedExpert.act`: a hand pointing down at a fixed place."""
 
-    def __init__(self, pos):
+    def __init__(self, pos, opening: float = 0.08):
         self.pos = np.asarray(pos, dtype=float)
+        self.opening = opening  # the fingers' opening, metres
 
     def robot_proprio(self):
         from libero_ll.experts.skills import hand_down_rotation
 
-        return {"ee_pos": self.pos, "ee_rot": hand_down_rotation(0.0)}
+        fingers = np.array([self.opening / 2, -self.opening / 2])
+        return {"ee_pos": self.pos, "ee_rot": hand_down_rotation(0.0), "gripper_states": fingers}
 
 
 def _expert_with(queue, hand_at, step=None):
@@ -404,7 +406,7 @@ def _expert_with(queue, hand_at, step=None):
 
     ex = ScriptedExpert.__new__(ScriptedExpert)
     ex.env, ex.rng, ex.noise, ex.rot_noise, ex.speed = _StillHand(hand_at), np.random.default_rng(0), 0.0, 0.0, 0.6
-    ex.steps, ex._stage, ex._counter, ex._hold_pos = [step], 0, 0, None
+    ex.steps, ex._stage, ex._counter, ex._hold_pos, ex._last_opening = [step], 0, 0, None, None
     ex._wp_steps, ex._wp_budget, ex._queue = 0, WAYPOINT_BUDGET, list(queue)
     return ex
 
@@ -471,3 +473,44 @@ def test_a_waypoint_the_hand_no_longer_closes_in_on_is_given_up_working_a_part()
         ex.env.pos = np.array([0.01 * k, 0.0, 1.0])
         ex.act()
     assert len(ex._queue) == 2
+
+
+@pytest.mark.parametrize("kind", ["hold", "close"])
+def test_fingers_closing_on_a_mug_go_on_until_they_stop(kind):
+    """A "hold" closes the fingers for its steps; a "close" (`Grasp.close_until_still`, a mug) goes on while they
+    still close by more than CLOSE_STILL a step, up to CLOSE_MAX_STEPS in all."""
+    from libero_ll.experts.expert import CLOSE_MAX_STEPS, CLOSE_STEPS
+    from libero_ll.experts.skills import hand_down_rotation
+
+    down = hand_down_rotation(0.0)
+
+    def steps_closing(shut_after: int, rate: float = 0.007) -> int:
+        """Steps before the hand moves on, for fingers that close by `rate` (metres) a step for `shut_after` steps."""
+        ex = _expert_with([(kind, CLOSE_STEPS, down, 1.0), ("move", np.array([0.0, 0.3, 1.0]), down, 1.0)], [0.0, 0.0, 1.0])
+        n = 0
+        while len(ex._queue) == 2:
+            ex.env.opening = 0.08 - rate * min(n, shut_after)
+            a = ex.act()
+            if len(ex._queue) == 2:
+                assert a[6] == 1.0 and abs(a[1]) < 1e-9  # closing, the hand kept where it is
+                n += 1
+        return n
+
+    if kind == "hold":
+        assert steps_closing(11) == CLOSE_STEPS
+    else:
+        # 2.4 cm apart after CLOSE_STEPS: on until the step after the fingers stopped (at 3 mm).
+        assert steps_closing(11) == 12
+        assert steps_closing(5) == CLOSE_STEPS
+        # Fingers that never stop: no longer than CLOSE_MAX_STEPS; fingers that creep: no longer than CLOSE_STEPS.
+        assert steps_closing(100, rate=0.002) == CLOSE_MAX_STEPS
+        assert steps_closing(100, rate=0.0005) == CLOSE_STEPS
+
+
+def test_mugs_and_only_mugs_ask_for_fingers_closed_until_they_stop():
+    from libero_ll.assets.categories import get_model
+
+    for mug in ("porcelain_mug", "red_coffee_mug", "white_yellow_mug"):
+        assert get_model(mug).grasp.close_until_still
+    for other in ("akita_black_bowl", "white_bowl", "alphabet_soup", "cream_cheese"):
+        assert not get_model(other).grasp.close_until_still

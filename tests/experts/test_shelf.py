@@ -103,13 +103,16 @@ def test_push_in_starts_behind_the_back_end_and_stops_before_the_back_wall():
     pos = np.array([-0.02, -0.3, 0.842])
     way = push_in_waypoints(layer, pan, pos, math.pi, np.array([-0.3, -0.3, 0.87]), math.pi / 2)
     moves = [w for w in way if w[0] == "move"]
-    behind, push = moves[1][1], moves[2][1]
+    # The hand first turns where it is to close along the open face.
+    np.testing.assert_allclose(moves[0][1], [-0.3, -0.3, 0.87])
+    np.testing.assert_allclose(moves[0][2][:2, 0], [0.0, 1.0], atol=1e-12)
+    behind, push = moves[2][1], moves[3][1]
     # The handle's end is far enough out for a hand pointing down, which stops in front of the board.
-    np.testing.assert_allclose(moves[2][2][:, 2], [0.0, 0.0, -1.0], atol=1e-12)
+    np.testing.assert_allclose(moves[3][2][:, 2], [0.0, 0.0, -1.0], atol=1e-12)
     assert layer.depth(push) <= layer.edge - HAND_FRONT + 1e-9
     rear = layer.depth(pos) - pan.half_size[0]
     assert layer.depth(behind) < rear  # the fingers come down behind the handle's end
-    assert way[2][0] == "hold" and way[2][3] == 1.0  # and close before pushing
+    assert way[3][0] == "hold" and way[3][3] == 1.0  # and close before pushing
     pushed = layer.depth(push) - rear  # how far the pan's centre moves, give or take the fingers
     assert layer.front + 0.005 < layer.depth(pos) + pushed
     assert layer.depth(pos) + pushed - 0.011 + pan.half_size[0] <= layer.back
@@ -127,7 +130,11 @@ def test_a_standing_book_in_the_mouth_of_a_low_layer_is_pushed_in_by_a_pitched_h
     pos = np.array([0.005, -0.3, layer.floor + book.half_size[2]])
     way = push_in_waypoints(layer, book, pos, yaw, np.array([-0.1, -0.3, 0.95]), math.pi / 2)
     moves = [w for w in way if w[0] == "move"]
-    push = moves[2]
+    # The hand turns pointing down where it is, and pitches only on its way back along the layer.
+    np.testing.assert_allclose(moves[0][1], [-0.1, -0.3, 0.95])
+    np.testing.assert_allclose(moves[0][2][:, 2], [0.0, 0.0, -1.0], atol=1e-12)
+    assert moves[1][2][:2, 2] @ layer.inward == pytest.approx(math.sin(PUSH_PITCH))
+    push = moves[3]
     assert push[2][:2, 2] @ layer.inward == pytest.approx(math.sin(PUSH_PITCH))
     # The fingers' front passes the board's edge, taking the book's centre DEPTH_MARGIN past the
     # region's front face.
@@ -175,7 +182,7 @@ def test_push_in_behind_a_door_takes_the_whole_object_in_with_the_hand_pitched()
     assert push_in_waypoints(shelf, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), 0.0) == []
     door = replace(shelf, roof=1.12, door=True, edge=0.02)
     way = push_in_waypoints(door, mug, pos, 0.0, np.array([-0.2, -0.3, 0.95]), 0.0)
-    push = [w for w in way if w[0] == "move"][2]
+    push = [w for w in way if w[0] == "move"][3]
     # The hand pushes pitched forward, the fingers taking the back end past the front face.
     assert push[2][:2, 2] @ door.inward == pytest.approx(math.sin(PUSH_PITCH))
     assert door.depth(push[1]) + 0.011 > door.front
