@@ -580,7 +580,7 @@ class ScriptedExpert:
         close = nearest_equivalent_yaw(along_face, hand_rot, wrist)
         hand = env.robot_proprio()["ee_pos"]
         way = push_in_waypoints(layer, model, g.pos(step.obj), yaw, hand, close)
-        if not way or way[1][2][2, 2] < -STRAIGHT_DOWN:
+        if not any(w[2][2, 2] > -STRAIGHT_DOWN for w in way):
             return way
         # The push is pitched (see `push_in_waypoints`): pitching the hand forward winds the Panda's last joint on
         # by PUSH_WRIST_WIND. Where the other way round is about as short a turn, the one that leaves the joint
@@ -735,11 +735,13 @@ class ScriptedExpert:
                 # step would let it drift with the fingers' push). A "close" goes on while the fingers move.
                 if self._counter == 0 and self._hold_pos is None:
                     self._hold_pos = pos.copy()
-                opening = float(p["gripper_states"][0] - p["gripper_states"][1])
-                closing = self._last_opening is not None and self._last_opening - opening > CLOSE_STILL
-                if self._counter < target or (kind == "close" and closing and self._counter < CLOSE_MAX_STEPS):
-                    self._counter += 1
+                closing = False
+                if kind == "close":
+                    opening = float(p["gripper_states"][0] - p["gripper_states"][1])
+                    closing = self._last_opening is not None and self._last_opening - opening > CLOSE_STILL
                     self._last_opening = opening
+                if self._counter < target or (closing and self._counter < CLOSE_MAX_STEPS):
+                    self._counter += 1
                     return servo(pos, rot, self._hold_pos, hand_rot, grip, speed)
                 self._counter = 0
                 self._last_opening = None
