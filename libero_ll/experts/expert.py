@@ -54,8 +54,10 @@ from libero_ll.experts.skills import (
 # the fingers on a mug until they stop (`Grasp.close_until_still`), turns the hand before it pitches to push
 # something further into a layer, gives up a stalled waypoint of such a push too, turns it the way that leaves
 # the wrist room for the pitch (PUSH_WRIST_WIND), and does not pinch a round wall where the hand's housing would
-# come down on something tall beside it (HOUSING_OVERLAP_PENALTY).
-EXPERT_VERSION = "scripted-expert 0.17"
+# come down on something tall beside it (HOUSING_OVERLAP_PENALTY); 0.18 pitches the hand for an object beyond
+# FAR_REACH at any height, comes to it from nearer the base where it stands high (FAR_STAGE), and lifts it only
+# FAR_LIFT).
+EXPERT_VERSION = "scripted-expert 0.18"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -142,19 +144,27 @@ PUSH_TURN_TIE = 0.5
 # its elbow's stop, where the controller can no longer draw the hand back (the black bowls on libero_spatial's
 # stove and wooden cabinet, 0.83 m out: 18/20 episodes each, 321 and 369 steps on average). There:
 # - a round wall is pinched at its side seen from the base, not on its far side;
-# - below FAR_PITCH_BELOW above the base, where a hand pointing down reaches least far, the hand is pitched
-#   FAR_PITCH radians outwards about the closing direction, so that the wrist trails nearer the base (the
-#   stove's bowl: 20/20 in 178 steps on average; 0.45 rad left the elbow straight in 2 of 20). Higher up it
-#   is not (the cabinet's bowl, at the shoulder's height: pitched 0.45 or 0.65 rad, the elbow straightened on
-#   the way to the grasp in 2 and 3 of 20; pointing down, 1 of 20, in 365 steps on average);
+# - the hand is pitched FAR_PITCH radians outwards about the closing direction, so that the wrist trails nearer
+#   the base (the stove's bowl: 20/20 in 170 steps on average; 0.45 rad left the elbow straight in 2 of 20);
+# - from FAR_HIGH above the base up (the cabinet's bowl, at the shoulder's height), the open hand first comes to
+#   a point FAR_STAGE nearer the base than its approach, at the approach's height, and only then goes out to it.
+#   Sent straight from the start, the arm overshot as it turned to the pitch and its elbow straightened in 3 of
+#   20 episodes; with the hand pointing down instead, the approach 10 cm above the bowl was out of reach and the
+#   hand waited out two budgets below it (365 steps on average). Staged 0.15 m in, the wrist's pitch joint
+#   (joint 6) reached its stop in 7 of 20; at FAR_STAGE it stays 0.25 rad short of it;
 # - the fingers close for FAR_CLOSE_STEPS (a pitched hand lifting before they hold lets the wall slip);
+# - the lift takes the object only FAR_LIFT above where it was (or over what it must pass, and CARRY_CLEARANCE
+#   above its place), not CARRY_CLEARANCE: 12 cm up at the shoulder's height, the arm straightened to the
+#   elbow's stop as it carried the cabinet's bowl, and the hand let go of it 23 cm above the plate;
 # - the lift draws the object FAR_DRAW_IN towards the base as it rises, bending the elbow;
 # - a pitched hand turns back to pointing down as it carries the object to its place (the bowl then hangs
 #   tilted until it is put down): pitched all the way, the last joint wound to its stop putting the
 #   cabinet's bowl down near the base, and the stove's bowl took 232 steps on average.
 FAR_REACH = 0.76
 FAR_PITCH = 0.65
-FAR_PITCH_BELOW = 0.15
+FAR_HIGH = 0.15
+FAR_STAGE = 0.10
+FAR_LIFT = 0.05
 FAR_CLOSE_STEPS = 16
 FAR_DRAW_IN = 0.08
 
@@ -428,7 +438,7 @@ class ScriptedExpert:
         close_dir = nearest_equivalent_yaw(yaw + across, *hand_and_wrist(env))
         hand_rot = hand_down_rotation(close_dir)
         pointing = from_base - hand_rot[:2, 0] * float(from_base @ hand_rot[:2, 0])
-        if far and grasp_z < env.arena.robot_base[2] + FAR_PITCH_BELOW and np.linalg.norm(pointing) > 0.7:
+        if far and np.linalg.norm(pointing) > 0.7:
             hand_rot = pitched_rotation(close_dir, pointing / np.linalg.norm(pointing), FAR_PITCH)
         # Held at its centre (a standing book), an object is not slid under a board (see `shelf`): On a
         # layer, it is put down from above like anywhere else, which the hand can only do on the
@@ -470,7 +480,7 @@ class ScriptedExpert:
         place = np.array([target_xy[0] + offset[0], target_xy[1] + offset[1], bottom_z + model.grasp.height])
         # Put down with the hand pointing down, also when it was pitched to grasp (see FAR_REACH).
         place_rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]]) @ hand_down_rotation(close_dir)
-        carry_z = max(grasp[2], place[2]) + CARRY_CLEARANCE
+        carry_z = max(grasp[2] + (FAR_LIFT if far else CARRY_CLEARANCE), place[2] + CARRY_CLEARANCE)
         # High enough that the object's bottom passes over everything standing near its path.
         owner = owner_of(step.goal.args[1], inst)
         skip = {step.obj, step.goal.args[1], owner[0] if owner else ""}
@@ -481,7 +491,8 @@ class ScriptedExpert:
         carry = self._carry_speed(step, grasp)
         up = np.array([0, 0, 1.0])
         lift_xy = grasp[:2] - from_base * FAR_DRAW_IN if far else grasp[:2]
-        self._queue = self._pick(step, grasp, hand_rot, FAR_CLOSE_STEPS if far else CLOSE_STEPS) + [
+        staged = far and grasp_z >= env.arena.robot_base[2] + FAR_HIGH
+        self._queue = self._pick(step, grasp, hand_rot, FAR_CLOSE_STEPS if far else CLOSE_STEPS, staged) + [
             ("move", np.array([*lift_xy, carry_z]), hand_rot, 1.0, carry),
             ("move", np.array([place[0], place[1], carry_z]), place_rot, 1.0, carry),
             ("move", place, place_rot, 1.0, carry),
@@ -489,13 +500,23 @@ class ScriptedExpert:
             ("move", place + up * APPROACH_HEIGHT, place_rot, -1.0),
         ]
 
-    def _pick(self, step, grasp: np.ndarray, hand_rot: np.ndarray, close_steps: int = CLOSE_STEPS) -> list:
-        """Waypoints that take the open hand to the grasp point along its own axis and close the fingers there."""
+    def _pick(self, step, grasp: np.ndarray, hand_rot: np.ndarray, close_steps: int = CLOSE_STEPS,
+              staged: bool = False) -> list:
+        """Waypoints that take the open hand to the grasp point along its own axis and close the fingers there.
+
+        `staged`: the hand first comes to a point FAR_STAGE nearer the robot's base than the approach (see FAR_REACH).
+        """
         # The hand's z axis points out of the palm: the approach lies back along it (straight above
         # the grasp for a hand pointing down).
         approach = grasp - hand_rot[:, 2] * APPROACH_HEIGHT
         close = "close" if get_model(self.env.spec.instances()[step.obj]).grasp.close_until_still else "hold"
-        return self._transit(approach, hand_rot, skip={step.obj}) + [
+        first = approach
+        if staged:
+            inward = np.asarray(self.env.arena.robot_base[:2]) - grasp[:2]
+            first = approach.copy()
+            first[:2] += inward / max(float(np.linalg.norm(inward)), 1e-9) * FAR_STAGE
+        return self._transit(first, hand_rot, skip={step.obj}) + [
+            *([("move", first, hand_rot, -1.0)] if staged else []),
             ("move", approach, hand_rot, -1.0),
             ("move", grasp, hand_rot, -1.0),
             (close, close_steps, hand_rot, 1.0),

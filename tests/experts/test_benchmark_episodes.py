@@ -97,6 +97,24 @@ def test_a_bowl_at_the_edge_of_reach_is_lifted_with_the_elbow_bent():
         env.close()
 
 
+def test_a_bowl_at_the_edge_of_reach_and_at_the_shoulders_height_is_reached_from_nearer_the_base():
+    """libero_spatial's bowl on the wooden cabinet stands 0.84 m from the robot's base, at the height of its
+    shoulder. With the hand pointing down the approach above it was out of reach (365 steps on average), and
+    in episode 12 the 12 cm lift straightened the elbow to its stop: the hand could not come back and let go
+    of the bowl 23 cm above the plate. Pitched, brought first to a point nearer the base and lifted only
+    `FAR_LIFT`, the hand keeps the elbow bent. Episode 7 was the longest of the first 20 (241 steps)."""
+
+    env, task = _env("libero_spatial", "pick_up_the_black_bowl_on_the_wooden_cabinet_and_place_it_on_the_plate")
+    try:
+        for index in (12, 7):
+            ok, rec = run_expert_episode(env, demo_seed(task, index, 0, seed=0), 300, record=True)
+            assert ok, f"episode {index}: not solved in 300 steps"
+            elbow = max(float(obs["joint_states"][3]) for obs in rec["obs"])
+            assert elbow < -0.3, f"episode {index}: the elbow straightened to {elbow:.2f} rad (its stop: -0.07)"
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("index", [1, 16])
 def test_a_mug_is_lifted_once_the_fingers_have_stopped_closing_on_its_wall(index):
     """The fingers take about 11 steps to close from wide open onto a mug's 6 mm wall. After the expert's usual 8
