@@ -858,7 +858,7 @@ def collect_missing_demos(cfg, tasks: list[Path], env_cfg, log: Callable[[str], 
                 f"mean length {s.mean_length:.0f})")
             if s.path is None or not Path(s.path).exists():
                 raise LiberoError(f"the expert kept no demo of {s.task}; see `libero-ll collect --dry-run`")
-        log(f"collected the demos of {len(missing)} task{'' if len(missing) == 1 else 's'} in {time.time() - t0:.0f}s")
+        log(f"collected the demos of {len(missing)} task{'s' if len(missing) != 1 else ''} in {time.time() - t0:.0f}s")
 
 
 def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: bool = False,
@@ -957,7 +957,7 @@ def _add_corrections(cfg, tasks: list[Path], data: list, embs, obs_keys, log) ->
             log(f"made {m[1]} displaced-object corrections ({m[2]} steps) of {t.stem}")
     if any(m is not None for m in made):
         n = sum(m is not None for m in made)
-        log(f"made the corrections of {n} task{'' if n == 1 else 's'} in {time.time() - t0:.0f}s")
+        log(f"made the corrections of {n} task{'s' if n != 1 else ''} in {time.time() - t0:.0f}s")
     for k, f in enumerate(files):
         extra = load_task_data(corrections_path(f), k, embs[k], obs_keys)
         data[k].demos.extend(extra.demos)
