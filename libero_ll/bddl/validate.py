@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from libero_ll.bddl.parser import NAME_RE, BddlError, parse_file
 from libero_ll.bddl.spec import (
@@ -28,6 +28,12 @@ from libero_ll.bddl.spec import (
 _FIRST_ARG_IS_INSTANCE = ("on", "in", "up")
 # Predicates that act on a moving part: a drawer, a door or a knob.
 _JOINT_PREDICATES = ("open", "close", "turnon", "turnoff")
+# What :init can set up: placements and joint states. Up says a thing was lifted above where it started, which
+# never holds at the start: it only makes sense in a goal.
+_INIT_PREDICATES = ("on", "in", *_JOINT_PREDICATES)
+# Joint states that exclude each other, and how each reads in a message.
+_OPPOSITE = {"open": "close", "close": "open", "turnon": "turnoff", "turnoff": "turnon"}
+_STATE_WORD = {"open": "open", "close": "closed", "turnon": "on", "turnoff": "off"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,7 @@ class _Validator:
         self.unknown = Loc(spec.path or "<spec>", 0, 0)
         self.instances = spec.instances()
         self.used = {a for p in [*spec.init, *iter_atoms(spec.goal)] for a in p.args}
+        self.sound_init: list[Predicate] = []  # the :init predicates no error was reported at
 
     def add(self, loc: Loc | None, message: str) -> None:
         self.errors.append(BddlError.at(loc or self.unknown, message))
@@ -93,10 +100,17 @@ class _Validator:
             self.check_region(region)
         self.check_interest()
         for p in spec.init:
+            before = len(self.errors)
             self.check_predicate(p, ":init")
+            if len(self.errors) == before:
+                self.sound_init.append(p)
         self.check_placed()
+        self.check_placed_once()
+        self.check_no_cycle()
+        self.check_contradictions(self.sound_init, ":init")
         for p in iter_atoms(spec.goal):
             self.check_predicate(p, ":goal")
+        self.check_contradictions(list(_conjuncts(spec.goal)), ":goal")
         if isinstance(spec.goal, And) and not spec.goal.children:
             self.add(spec.goal.loc or locs.get(":goal"), "the goal is empty: nothing would have to be done")
         # File order reads best; errors without a position go last.
@@ -147,6 +161,87 @@ class _Validator:
                 f"the {what} '{inst}' is declared but no :init predicate places it (On or In something); the "
                 "scene would leave it at the world's origin, at floor level (under the table of a table scene)",
             )
+
+    def placements(self) -> list[tuple[Predicate, str]]:
+        """The :init On and In predicates that no error was reported at, each with the instance it places
+        the first argument on or in (the second argument, or the instance its region belongs to)."""
+        out = []
+        for p in self.sound_init:
+            if p.name in ("on", "in"):
+                where = p.args[1]
+                out.append((p, self.owner(where, self.resolve(where, None, ":init"))[0]))
+        return out
+
+    def check_placed_once(self) -> None:
+        """No instance is placed by two :init predicates: placement would put it at both places in turn."""
+        first: dict[str, Predicate] = {}
+        for p, _ in self.placements():
+            a = p.args[0]
+            if a not in first:
+                first[a] = p
+                continue
+            other = first[a]
+            self.add(
+                p.loc,
+                f"'{a}' is placed twice in :init: {PREDICATE_SPELLING[p.name]} {p.args[1]} here and "
+                f"{PREDICATE_SPELLING[other.name]} {other.args[1]}{_at_line(other)}; it starts in one place only",
+            )
+
+    def check_no_cycle(self) -> None:
+        """No :init placements form a cycle (a On b, b On a): each needs what it stands on placed first."""
+        supports: dict[str, list[tuple[str, Predicate]]] = {}
+        for p, support in self.placements():
+            supports.setdefault(p.args[0], []).append((support, p))
+        done: set[str] = set()
+        path: list[Predicate] = []  # the placements followed from the first instance visited
+        on_path: dict[str, int] = {}  # instance on the path -> index in path of the placement leaving it
+
+        def visit(inst: str) -> None:
+            on_path[inst] = len(path)
+            for support, p in supports.get(inst, ()):
+                if support in on_path:
+                    self.report_cycle(path[on_path[support] :] + [p])
+                elif support not in done:
+                    path.append(p)
+                    visit(support)
+                    path.pop()
+            del on_path[inst]
+            done.add(inst)
+
+        for inst in supports:
+            if inst not in done:
+                visit(inst)
+
+    def report_cycle(self, cycle: list[Predicate]) -> None:
+        """Report placements that form a cycle at the one written first, naming them in cycle order from it."""
+        first = min(range(len(cycle)), key=lambda i: _position(cycle[i]))
+        cycle = cycle[first:] + cycle[:first]
+        names = " -> ".join([p.args[0] for p in cycle] + [cycle[0].args[0]])
+        steps = [f"{_written(cycle[0])} here"] + [f"{_written(p)}{_at_line(p)}" for p in cycle[1:]]
+        self.add(
+            cycle[0].loc,
+            f"the :init placements form a cycle ({names}), so none of them can be placed first: "
+            + ", then ".join(steps),
+        )
+
+    def check_contradictions(self, atoms: Sequence[Predicate], section: str) -> None:
+        """No two of ``atoms`` (all required at once) set the same joint to opposite states (Open and Close,
+        TurnOn and TurnOff of the same argument)."""
+        seen: dict[tuple[str, str], Predicate] = {}
+        for p in atoms:
+            if p.name not in _OPPOSITE or len(p.args) != 1:
+                continue
+            (x,) = p.args
+            other = seen.get((_OPPOSITE[p.name], x))
+            if other is not None:
+                one, two = sorted((other.name, p.name), key=list(_STATE_WORD).index)
+                states = f"both {_STATE_WORD[one]} and {_STATE_WORD[two]}"
+                if section == ":init":
+                    why = f"'{x}' cannot start {states}"
+                else:
+                    why = f"the goal can never hold, '{x}' cannot be {states}"
+                self.add(p.loc, f"{_written(p)} contradicts {_written(other)}{_at_line(other)}: {why}")
+            seen.setdefault((p.name, x), p)
 
     def check_region(self, region: Region) -> None:
         at = region.locs.get
@@ -234,6 +329,13 @@ class _Validator:
             self.add(p.loc, f"unknown predicate '{p.name}' in {section}")
             return
         spelled = PREDICATE_SPELLING[p.name]
+        if section == ":init" and p.name not in _INIT_PREDICATES:
+            self.add(
+                p.loc,
+                f"{spelled} cannot be in :init: it says a thing was lifted above where it started, which only a "
+                "goal can ask; :init takes On, In, Open, Close, TurnOn and TurnOff",
+            )
+            return
         if len(p.args) != PREDICATE_ARITY[p.name]:
             self.add(p.loc, f"{spelled} takes {PREDICATE_ARITY[p.name]} argument(s), found {len(p.args)}")
             return
@@ -312,6 +414,18 @@ class _Validator:
                 "fixtures stand on the workspace or on other fixtures",
             )
             return
+        if p.name == "in" and self.is_fixture(a):
+            # Placement would weld it inside the container, and In never holds of two welded things: the
+            # simulator reports no contact between them.
+            what = f"the fixture '{b}'"
+            if where_kind != "instance":
+                what = f"'{b}' (region {site} of the {self.instances[support]} '{support}')"
+            self.add(
+                self.arg_loc(p, 0),
+                f"'{a}' is a fixture, welded to the world, and cannot be In {what}: only objects go In a "
+                "container; fixtures stand On the workspace",
+            )
+            return
         region = self.spec.regions.get(b)
         relations = None  # the predicates the asset library says put a thing at an affordance region
         if where_kind != "instance" and not (region is not None and region.ranges):
@@ -352,6 +466,14 @@ class _Validator:
                 f"In takes a region of a container (a drawer, basket, compartment), but '{b}' is a surface "
                 f"({whose}) that things stand On; use On for it",
             )
+
+    def is_fixture(self, inst: str) -> bool:
+        """Whether ``inst`` is welded to the world: what its category is, where the facts tell, else whether it
+        is declared among the :fixtures."""
+        facts = self.facts.get(self.instances[inst])
+        if facts is not None:
+            return facts.kind != "object"
+        return inst in self.spec.fixtures
 
     def check_joint(self, p: Predicate, kind: str) -> None:
         """Open/Close/TurnOn/TurnOff: the argument has a drawer, door or knob of the right kind."""
@@ -425,6 +547,29 @@ class _Validator:
                 loc, f"undeclared instance '{arg}' in {section}: not a declared fixture, object or region"
             )
         return None
+
+
+def _conjuncts(formula) -> Iterator[Predicate]:
+    """The atoms that ``formula`` requires through And alone, left to right; Or and Not are not looked into."""
+    if isinstance(formula, Predicate):
+        yield formula
+    elif isinstance(formula, And):
+        for child in formula.children:
+            yield from _conjuncts(child)
+
+
+def _written(p: Predicate) -> str:
+    """A predicate as a task file writes it: ``(On bowl_1 plate_1)``."""
+    return "(" + " ".join([PREDICATE_SPELLING.get(p.name, p.name), *p.args]) + ")"
+
+
+def _position(p: Predicate) -> tuple[int, int]:
+    return (p.loc.line, p.loc.col) if p.loc is not None else (0, 0)
+
+
+def _at_line(p: Predicate) -> str:
+    """" at line N" where the predicate was written, or "" for one built in code."""
+    return f" at line {p.loc.line}" if p.loc is not None and p.loc.line else ""
 
 
 def validate(

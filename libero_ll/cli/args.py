@@ -10,8 +10,8 @@ from pathlib import Path
 from libero_ll.paths import file_in_the_way
 
 
-def at_least(minimum: int):
-    """An argparse type: a whole number >= minimum (counts, sizes, seeds)."""
+def at_least(minimum: int, maximum: int | None = None):
+    """An argparse type: a whole number >= minimum, and <= maximum when given (counts, sizes, seeds)."""
 
     def parse(text: str) -> int:
         try:
@@ -20,6 +20,8 @@ def at_least(minimum: int):
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be {maximum} or less, got {value}")
         return value
 
     parse.__name__ = f"whole number >= {minimum}"
@@ -49,7 +51,15 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
-SEED = at_least(0)  # numpy's generators take no negative seed
+# numpy's generators take no negative seed; files store seeds as 64-bit integers.
+MAX_SEED = 2**63 - 1
+SEED = at_least(0, MAX_SEED)
+
+
+def about(path, error: Exception) -> str:
+    """An error's message as said of a file, `path: message`, the path written once (parse errors have it)."""
+    text = str(error)
+    return text if text.startswith(f"{path}:") else f"{path}: {text}"
 
 
 def output_file(path, option: str) -> Path:

@@ -113,7 +113,7 @@ def _where(loc, path) -> str:
 
 def register(sub) -> None:
     s = sub.add_parser("check", help="parse and validate task files")
-    s.add_argument("files", nargs="+")
+    s.add_argument("files", nargs="+", metavar="FILE", help=".bddl task files (ours or LIBERO's)")
     s.add_argument("--load", action="store_true", help="also build, reset and report init/goal predicates")
     s.add_argument("--seed", type=SEED, default=0, help="seed of the reset under --load (default 0)")
     s.set_defaults(func=cmd_check)

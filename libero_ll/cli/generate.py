@@ -7,6 +7,7 @@ from pathlib import Path
 
 from libero_ll.cli.args import SEED, at_least, output_folder
 from libero_ll.errors import LiberoError
+from libero_ll.paths import atomic_write_bytes
 
 
 def cmd_generate(args) -> int:
@@ -33,8 +34,9 @@ def cmd_generate(args) -> int:
     out = Path(args.out)
     # What is in --out already is the user's: a task file is written only where none is or where it holds
     # the same text, and initial states only where none are or they are stale for an unchanged task,
-    # unless --overwrite. Failing tasks are removed only when this call wrote them.
+    # unless --overwrite. A failing task is removed when this call wrote it, and a file it replaced is put back.
     written, keep_states = _plan_writes(tasks, out, args.overwrite, init_states=not args.no_init_states)
+    earlier = _earlier_versions(written)
     for t in tasks:
         for msg in crowded_starts(t.spec):
             print(f"  note: {t.name}: {msg}; resets may have to retry")
@@ -55,7 +57,7 @@ def cmd_generate(args) -> int:
             print()
             # A task that fails its checks is not left in the folder as if it were usable.
             for f in failed:
-                _remove(f, written)
+                _remove(f, written, earlier)
         good = [f for f in files if f not in failed]
         if not args.no_init_states:
             from libero_ll.envs.init_states import write_init_states
@@ -67,7 +69,7 @@ def cmd_generate(args) -> int:
                 except LiberoError as e:
                     failed[f] = [str(e)]
                     print(f"  {f.name}: {e}")
-                    _remove(f, written)
+                    _remove(f, written, earlier)
                 print(f"  initial states {i}/{len(todo)}", end="\r", flush=True)
             if todo:
                 print(f"\n  initial states of {len(todo)} tasks written in {time.time() - start:.0f} s")
@@ -83,8 +85,15 @@ def cmd_generate(args) -> int:
                 print(f"\nstopped: {len(missing)} task files in {out} have no initial states yet: the same "
                       "command again checks the tasks and makes what is missing")
         raise
+    if args.no_init_states:
+        from libero_ll.envs.init_states import init_states_path
+
+        for f in sorted(written):
+            if init_states_path(f) in earlier:
+                print(f"  note: {f.name}: its initial states are the replaced task's, which runs do not use: "
+                      f"`libero-ll init-states --overwrite {f}` remakes them")
     if args.no_check:
-        print(f"{len(files) - len(failed)} tasks written to {out} (not checked in the simulator)")
+        print(f"{len(files) - len(failed)} tasks in {out} (not checked in the simulator)")
     else:
         print(f"{len(files) - len(failed)} of {len(files)} tasks passed the checks ({args.resets} resets each)")
     explicit = {t.name for t, r in zip(tasks, plan.requests) if not r.drawn}
@@ -127,15 +136,30 @@ def _plan_writes(tasks, out: Path, overwrite: bool, init_states: bool) -> tuple[
     return written, keep_states
 
 
-def _remove(task_file: Path, written: set[Path]) -> None:
-    """Take a failed task out of the folder when this call wrote it; one that was there before is left."""
+def _earlier_versions(written: set[Path]) -> dict[Path, bytes]:
+    """The bytes of the task files this call replaces (--overwrite) and of their initial states, to put
+    back if the new task fails."""
+    from libero_ll.envs.init_states import init_states_path
+
+    return {p: p.read_bytes() for f in written for p in (f, init_states_path(f)) if p.is_file()}
+
+
+def _remove(task_file: Path, written: set[Path], earlier: dict[Path, bytes]) -> None:
+    """Take a failed task out of the folder when this call wrote it, putting back the file (and initial
+    states) it replaced; a task file that was there before, unchanged, is left."""
     from libero_ll.envs.init_states import init_states_path
 
     if task_file not in written:
         print(f"  {task_file.name}: was there before this call, left in place although it failed")
         return
-    task_file.unlink(missing_ok=True)
-    init_states_path(task_file).unlink(missing_ok=True)
+    for path in (task_file, init_states_path(task_file)):
+        if path in earlier:
+            atomic_write_bytes(path, earlier[path])
+        else:
+            path.unlink(missing_ok=True)
+    if task_file in earlier:
+        print(f"  {task_file.name}: the file it replaced is put back"
+              + (", with its initial states" if init_states_path(task_file) in earlier else ""))
 
 
 def register(sub) -> None:

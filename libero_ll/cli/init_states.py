@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from libero_ll.cli.args import SEED, at_least
+from libero_ll.cli.args import SEED, about, at_least
 from libero_ll.errors import LiberoError
 
 
@@ -24,14 +25,26 @@ def cmd_init_states(args) -> int:
         for t in tasks:
             if not t.is_file():
                 raise LiberoError(f"{t}: {'a folder, not a task file' if t.is_dir() else 'no such task file'}")
+    for t in tasks:
+        if init_states_path(t).is_dir():
+            raise LiberoError(f"{init_states_path(t)}: a folder where the initial states of {t.name} go")
     if args.libero:
         return _convert(tasks, Path(args.libero), args)
+    failed = []
     for t in tasks:
         if init_states_path(t).exists() and not args.overwrite:
-            print(f"{init_states_path(t)}: {_kept(t)}")
+            print(f"{init_states_path(t)}: {_kept(t, args.n, args.seed)}")
             continue
-        out = write_init_states(t, args.n, args.seed, overwrite=args.overwrite)
+        try:
+            out = write_init_states(t, args.n, args.seed, overwrite=args.overwrite)
+        except LiberoError as e:
+            # One task that cannot be set up does not stop the others; each is named.
+            print(about(t, e), file=sys.stderr)
+            failed.append(t.name)
+            continue
         print(f"{out}: {args.n} initial states (seed {args.seed})")
+    if failed:
+        raise LiberoError(f"{len(failed)} of {len(tasks)} tasks have no initial states (above): {', '.join(failed)}")
     return 0
 
 
@@ -68,14 +81,25 @@ def _convert(tasks: list[Path], source: Path, args) -> int:
     return status
 
 
-def _kept(task: Path) -> str:
-    """What is said of an existing file left alone: a stale one is refused when a run loads it."""
-    from libero_ll.envs.init_states import init_states_current
+def _kept(task: Path, n: int | None = None, seed: int | None = None) -> str:
+    """What is said of an existing file left alone: why runs will not use it, if they will not, and how it
+    differs from the `n` states of `seed` asked for, if it does."""
+    import numpy as np
 
-    if init_states_current(task):
-        return "exists, skipped (--overwrite to remake)"
-    return (f"exists but no longer matches {task.name} or its models, so runs will not use it; skipped "
-            "(--overwrite to remake)")
+    from libero_ll.envs.init_states import init_states_path, load_init_states
+
+    try:
+        states = load_init_states(task)
+    except LiberoError as e:
+        reason = str(e).removeprefix(f"{init_states_path(task)}: ").split("; remake it", 1)[0]
+        return f"exists but runs will not use it: {reason}; skipped (--overwrite to remake)"
+    with np.load(init_states_path(task)) as f:
+        stored_seed = int(f["seed"]) if "seed" in f else None
+    if n is not None and (len(states) != n or stored_seed != seed):
+        held = f"{len(states)} state{'s' if len(states) != 1 else ''}"
+        return f"exists with {held} of seed {stored_seed}, not the {n} of seed {seed} asked for; skipped " \
+               "(--overwrite to remake)"
+    return "exists, skipped (--overwrite to remake)"
 
 
 def register(sub) -> None:
@@ -83,8 +107,9 @@ def register(sub) -> None:
     s.add_argument("files", nargs="*", help=".bddl task files")
     s.add_argument("--suite", help="every task of a suite")
     s.add_argument("--n", type=at_least(1), default=50, help="how many states (default 50)")
-    s.add_argument("--seed", type=SEED, default=0)
-    s.add_argument("--overwrite", action="store_true")
+    s.add_argument("--seed", type=SEED, default=0, help="seed of the sampling (default 0)")
+    s.add_argument("--overwrite", action="store_true",
+                   help="remake initial-states files that are there (without it they are kept, and said so)")
     s.add_argument(
         "--libero",
         metavar="PATH",

@@ -14,6 +14,12 @@ def cmd_list(args) -> int:
     what, overrides = args.what, list(args.overrides or [])
     if what is not None and "=" in what:  # `libero-ll list plugins=[...]`
         what, overrides = None, [what, *overrides]
+    ignored = [o for o in overrides if o.partition("=")[0].strip() != "plugins"]
+    if ignored:
+        from libero_ll.errors import LiberoError
+
+        raise LiberoError(f"list takes plugins=[FILE.py] only (what it lists does not depend on settings); got "
+                          f"{', '.join(ignored)}")
     load_config(None, overrides)  # imports the plugins it names, whose learners and policies are listed too
     if what is None:
         print("suites (suite=NAME):")

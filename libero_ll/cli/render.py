@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from libero_ll.cli.args import SEED, at_least, output_file
+from libero_ll.cli.args import SEED, about, at_least, output_file
 from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
@@ -48,12 +48,16 @@ def cmd_render(args) -> int:
 
     from libero_ll.envs.env import EnvConfig, LiberoEnv
 
-    env = LiberoEnv(args.file, EnvConfig(image_size=args.size, robot_mesh=args.robot_mesh))
     try:
-        obs = env.reset(seed=args.seed)
-        img = np.concatenate([obs["agentview_rgb"], obs["eye_in_hand_rgb"]], axis=1)
-    finally:
-        env.close()
+        env = LiberoEnv(args.file, EnvConfig(image_size=args.size, robot_mesh=args.robot_mesh))
+        try:
+            obs = env.reset(seed=args.seed)
+            img = np.concatenate([obs["agentview_rgb"], obs["eye_in_hand_rgb"]], axis=1)
+        finally:
+            env.close()
+    except LiberoError as e:
+        # A scene that cannot be set up (placements in a cycle, a region too small) is said of its file.
+        raise LiberoError(about(args.file, e)) from None
     out = write_image(Image.fromarray(img), args.output)
     print(f"wrote {out} (agentview | eye-in-hand, {args.size}x{args.size} each)")
     return 0
@@ -113,7 +117,7 @@ def register(sub) -> None:
         "--size", type=_image_size, default=None,
         help=f"image side, pixels, at most {MAX_SIZE} (128; 192 per gallery tile)",
     )
-    s.add_argument("--seed", type=SEED, default=0)
+    s.add_argument("--seed", type=SEED, default=0, help="seed of the reset (default 0)")
     s.add_argument("--robot-mesh", default="visual", choices=ROBOT_MESHES)
     s.set_defaults(func=cmd_render)
 

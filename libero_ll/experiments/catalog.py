@@ -76,7 +76,7 @@ def suites() -> list[Entry]:
     out = []
     for name in names:
         try:
-            count = len(suite_tasks(name))
+            count = len(suite_tasks(str(root / name)))
         except LiberoError:
             continue  # a folder without task files
         kind = "benchmark suite" if name in suite_names() else "task folder"

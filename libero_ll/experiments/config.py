@@ -273,7 +273,7 @@ def _check_values(cfg, sources: list) -> None:
         raise LiberoError(
             f"{_source(sources, key)}{key + ': ' if key else ''}{what}: {first_line(e)}"
         ) from None
-    from libero_ll.experiments.lifelong import COUNTS
+    from libero_ll.experiments.lifelong import COUNTS, is_count
 
     try:
         TrainConfig(**plain["train"])
@@ -282,7 +282,7 @@ def _check_values(cfg, sources: list) -> None:
         raise LiberoError(f"{_source(sources, match.group(1) if match else 'train')}{e}") from None
     for key, least, meaning in COUNTS:
         value = _lookup(plain, key)[1]
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        if not is_count(key, value, least):
             raise LiberoError(f"{_source(sources, key)}{key} must be {meaning}, got {value!r}")
 
 

@@ -50,11 +50,15 @@ ALL_TASKS = 999_999
 
 
 def suite_dir(suite: str) -> Path:
-    """The folder of a suite's task files: a path, or a name under the shipped bddl_tasks/."""
+    """The folder of a suite's task files: a path, or a name under the shipped bddl_tasks/.
+
+    A folder of that name where the command runs comes first when it holds task files; one without (the
+    checkout's examples/ beside bddl_tasks/examples/) does not hide the shipped suite.
+    """
     p = Path(suite)
-    if p.is_dir():
-        return p
     shipped = REPO_ROOT / "bddl_tasks" / suite
+    if p.is_dir() and (any(p.glob("*.bddl")) or not shipped.is_dir()):
+        return p
     if shipped.is_dir():
         return shipped
     known = sorted(d.name for d in (REPO_ROOT / "bddl_tasks").iterdir() if d.is_dir())
@@ -1095,11 +1099,14 @@ def write_json(path: Path, obj) -> None:
 
 # Whole-number settings outside the train section (TrainConfig checks its own): key, least value, and what
 # the value must be, as the error says it.
+# Settings that are whole numbers: (key, least value, what it must be). A seed is at most MAX_SEED (torch's
+# generator and the files that record seeds take 64-bit integers).
+MAX_SEED = 2**63 - 1
 COUNTS = (
-    ("seed", 0, "a non-negative integer"),
+    ("seed", 0, "a whole number from 0 to 2**63-1"),
     ("num_threads", 1, "1 or more"),
     ("data.demos_per_task", 1, "1 or more"),
-    ("data.collect_seed", 0, "a non-negative integer"),
+    ("data.collect_seed", 0, "a whole number from 0 to 2**63-1"),
     ("data.expert_max_steps", 1, "1 or more"),
     ("data.collect_workers", 0, "0 (one per CPU core) or more"),
     ("data.corrections_per_demo", 0, "0 (none) or more"),
@@ -1108,11 +1115,18 @@ COUNTS = (
     ("eval.rollouts", 1, "1 or more"),
     ("eval.max_steps", 1, "1 or more"),
     ("eval.init_states", 1, "1 or more"),
-    ("eval.init_seed", 0, "a non-negative integer"),
+    ("eval.init_seed", 0, "a whole number from 0 to 2**63-1"),
     ("eval.workers", 0, "0 (one per CPU core) or more"),
     ("eval.envs_per_worker", 1, "1 or more"),
     ("eval.still_steps", 0, "0 (off) or a number of steps"),
 )
+
+
+def is_count(key: str, value, least: int) -> bool:
+    """Whether `value` is a whole number >= least, and for a seed at most MAX_SEED (see COUNTS)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        return False
+    return not key.endswith("seed") or value <= MAX_SEED
 
 
 def check_components(cfg, check_init: bool = True, check_suite: bool = True, check_name: bool = True) -> None:
@@ -1165,7 +1179,7 @@ def check_components(cfg, check_init: bool = True, check_suite: bool = True, che
     TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))  # its own range checks
     for key, least, meaning in COUNTS:
         value = OmegaConf.select(cfg, key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        if not is_count(key, value, least):
             raise LiberoError(f"{key} must be {meaning}, got {value!r}")
     if cfg.tasks is not None and len(cfg.tasks) == 0:
         raise LiberoError("tasks is an empty list: name at least one task, or leave tasks out for the whole suite")

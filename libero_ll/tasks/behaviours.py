@@ -115,6 +115,15 @@ def _owner(scene: SceneTemplate, ref: str) -> str:
     return split[0] if split else ref
 
 
+def _not_onto_itself(scene: SceneTemplate, objects: list[str], where: str, into: str) -> None:
+    """LiberoError when one object is named twice, or is the thing (or the owner of the region) it goes `into`."""
+    if len(set(objects)) < len(objects):
+        raise LiberoError(f"objects: give two different objects, got {objects[0]!r} twice")
+    for o in objects:
+        if o == _owner(scene, where):
+            raise LiberoError(f"an object cannot be put {into} itself: object and target are both {o!r}")
+
+
 def surface(scene: SceneTemplate, target: str) -> str:
     """The second argument of On for "on <target>": an object, a region, or a fixture's default surface."""
     if target in scene.instances:
@@ -206,6 +215,7 @@ def put_on(scene: SceneTemplate, object: str, target: str) -> Step:
     """Put an object on another object, a fixture's surface or a region."""
     _object(scene, object)
     where = surface(scene, target)
+    _not_onto_itself(scene, [object], where, "on")
     # "on the cabinet" means its top: name the surface the goal uses ("top of the cabinet").
     return Step("put {object} on {target}", {"object": scene.phrase(object), "target": scene.phrase(where)},
                 [Predicate("on", (object, where))], interest=[object, _owner(scene, where)])
@@ -216,6 +226,7 @@ def put_in(scene: SceneTemplate, object: str, target: str) -> Step:
     """Put an object into a container, a drawer, the microwave or a compartment (which starts open)."""
     _object(scene, object)
     region = container(scene, target)
+    _not_onto_itself(scene, [object], region, "in")
     door = _door_key(scene, region)
     needs = {door[0]: "open"} if door else {}
     return Step("put {object} in {target}", {"object": scene.phrase(object), "target": scene.phrase(target)},
@@ -229,6 +240,7 @@ def put_both_in(scene: SceneTemplate, objects: list, target: str) -> Step:
         raise LiberoError("objects: give a list of two objects")
     a, b = (_object(scene, o) for o in objects)
     region = container(scene, target)
+    _not_onto_itself(scene, [a, b], region, "in")
     door = _door_key(scene, region)
     return Step("put both {a} and {b} in {target}",
                 {"a": scene.phrase(a), "b": scene.phrase(b), "target": scene.phrase(target)},
@@ -243,6 +255,7 @@ def put_both_on(scene: SceneTemplate, objects: list, target: str) -> Step:
         raise LiberoError("objects: give a list of two objects")
     a, b = (_object(scene, o) for o in objects)
     where = surface(scene, target)
+    _not_onto_itself(scene, [a, b], where, "on")
     return Step("put both {a} and {b} on {target}",
                 {"a": scene.phrase(a), "b": scene.phrase(b), "target": scene.phrase(where)},
                 [Predicate("on", (a, where)), Predicate("on", (b, where))], interest=[a, b, _owner(scene, where)])

@@ -7,9 +7,7 @@ predicates hold after a reset, the goal is false at the start) need the simulato
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import numpy as np
 from libero_ll.bddl.spec import And, Predicate, Region, TaskSpec
 from libero_ll.bddl.writer import write_string
 from libero_ll.errors import LiberoError
+from libero_ll.paths import atomic_write_bytes
 from libero_ll.tasks.behaviours import BEHAVIOURS, Step, instruction, side_region
 from libero_ll.tasks.scenes import SceneTemplate, joint_part, load_scene, parse_scene, scene_names
 
@@ -64,7 +63,8 @@ def build_task(req: TaskRequest) -> GeneratedTask:
     """Build the TaskSpec and the file text of one request.
 
     Raises:
-        LiberoError: an unknown behaviour or argument, or steps that disagree about a joint's start.
+        LiberoError: an unknown behaviour or argument, steps that disagree about a joint's start, or steps
+            that leave a joint in two states (the goal holds at the end, all of it at once).
     """
     scene = req.scene
     steps: list[Step] = []
@@ -83,6 +83,10 @@ def build_task(req: TaskRequest) -> GeneratedTask:
             if needed.get(key, state) != state:
                 raise LiberoError(f"{req.where}the steps need {key} both {needed[key]} and {state} at the start")
             needed[key] = state
+        for key, state in step.effects.items():
+            if done.get(key, state) != state:
+                raise LiberoError(f"{req.where}the steps leave {key} both {done[key]} and {state}, and the goal "
+                                  "holds all at once, at the end")
         done.update(step.effects)
     joints.update(needed)
 
@@ -108,7 +112,7 @@ def build_task(req: TaskRequest) -> GeneratedTask:
     interest: list[str] = []
     for step in steps:
         goal += [g for g in step.goal if g not in goal]
-        interest += [i for i in step.interest if i not in interest and i != scene.workspace]
+        interest += [i for i in dict.fromkeys(step.interest) if i not in interest and i != scene.workspace]
     language = req.language or instruction(steps)
     name = req.name or f"{scene.name}_{slug(language)}"
     spec = TaskSpec(
@@ -255,7 +259,13 @@ def parse_plan(data, where: str = "") -> SuitePlan:
         seed = data.get("seed", 0)
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise LiberoError(f"{where}seed: expected a whole number >= 0, got {seed!r}")
-        plan.requests += random_requests(count, seed, scenes or None, behaviours, categories)
+        # Drawn without repetition: not the spec's own tasks either.
+        explicit = {_identity(r) for r in plan.requests}
+        try:
+            plan.requests += random_requests(count, seed, scenes or None, behaviours, categories, exclude=explicit)
+        except LiberoError as e:
+            left_out = " (the spec's own tasks left out)" if explicit else ""
+            raise LiberoError(f"{where}count: {e}{left_out}") from None
     elif "behaviours" in data or "objects" in data:
         raise LiberoError(f"{where}'behaviours' and 'objects' choose random tasks: give 'count' too")
     if not plan.requests:
@@ -415,8 +425,13 @@ def _side_is_free(scene: SceneTemplate, obj: str, ref: str, side: str) -> bool:
     return True
 
 
+def _identity(req: TaskRequest) -> str:
+    """What makes two tasks the same task: the scene template and the goal, whatever their names and starts."""
+    return f"{req.scene.name}: {build_task(req).spec.goal!r}"
+
+
 def random_requests(count: int, seed: int = 0, scenes: list[SceneTemplate] | None = None,
-                    behaviours=None, categories=None) -> list[TaskRequest]:
+                    behaviours=None, categories=None, exclude=frozenset()) -> list[TaskRequest]:
     """`count` distinct random tasks drawn from the scenes (all shipped templates when None).
 
     Args:
@@ -425,6 +440,7 @@ def random_requests(count: int, seed: int = 0, scenes: list[SceneTemplate] | Non
         scenes: the scene templates to draw from.
         behaviours: behaviour names allowed (None: all).
         categories: object categories allowed as the thing moved (None: all).
+        exclude: tasks not to draw (`_identity` of each): a spec's explicit tasks.
 
     Raises:
         LiberoError: fewer distinct tasks exist than asked for.
@@ -436,6 +452,9 @@ def random_requests(count: int, seed: int = 0, scenes: list[SceneTemplate] | Non
     pool: list[tuple[SceneTemplate, list]] = []
     for scene in scenes:
         pool += [(scene, steps) for steps in _candidates(scene, behaviours, categories)]
+    if exclude:
+        pool = [(scene, steps) for scene, steps in pool
+                if _identity(TaskRequest(scene, steps)) not in exclude]
     if count > len(pool):
         raise LiberoError(f"only {len(pool)} distinct tasks can be drawn from these scenes and behaviours; {count} asked for")
     rng = np.random.default_rng(seed)
@@ -499,27 +518,19 @@ def crowded_starts(spec: TaskSpec, margin: float = 0.005) -> list[str]:
 def build_plan(plan: SuitePlan) -> list[GeneratedTask]:
     """Build every task of a plan; LiberoError on a duplicate task name."""
     tasks = [build_task(r) for r in plan.requests]
-    seen: dict[str, int] = {}
-    for t in tasks:
+    seen: dict[str, TaskRequest] = {}
+    for t, r in zip(tasks, plan.requests):
         if t.name in seen:
-            raise LiberoError(f"suite {plan.suite}: two tasks are named {t.name!r}")
-        seen[t.name] = 1
+            first = seen[t.name].where.rstrip(": ") or "one"
+            raise LiberoError(f"{r.where}suite {plan.suite}: this task and {first} are both named {t.name!r}; "
+                              "give one of them a name")
+        seen[t.name] = r
     return tasks
 
 
 def write_text(path: Path, text: str) -> None:
     """Write a file atomically (a temporary name in the same folder, then renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            os.fchmod(f.fileno(), 0o644)
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def write_tasks(tasks: list[GeneratedTask], out_dir: str | Path) -> list[Path]:

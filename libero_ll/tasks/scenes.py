@@ -193,20 +193,36 @@ class SceneTemplate:
             )
         for key, state in (joints or {}).items():
             out.joints[key] = _joint_state(state, f"{where}joints: {key}")
-        out.check()
+        out.check(where)
         return out
 
-    def check(self) -> None:
-        """Check that every reference (on/in targets, joint keys) names something of the scene."""
+    def check(self, where: str = "") -> None:
+        """Check that every reference (on/in targets, joint keys) names something of the scene, and that no
+        instance stands on or in itself, directly or through others.
+
+        `where` prefixes the messages (a task's changes to the scene); the scene's name by default.
+        """
+        where = where or f"scene {self.name}: "
+        below: dict[str, str] = {}  # instance -> the instance it stands on or in
         for inst in self.instances.values():
             p = inst.placement
             if p.on is not None and p.on not in self.instances and self.split_region(p.on) is None:
-                raise LiberoError(f"scene {self.name}: {inst.name}: 'on: {p.on}' names nothing in the scene")
+                raise LiberoError(f"{where}{inst.name}: 'on: {p.on}' names nothing in the scene")
             if p.inside is not None and self.split_region(p.inside) is None:
-                raise LiberoError(f"scene {self.name}: {inst.name}: 'in: {p.inside}' is not a region of the scene")
+                raise LiberoError(f"{where}{inst.name}: 'in: {p.inside}' is not a region of the scene")
+            ref = p.on if p.on is not None else p.inside
+            if ref is not None:
+                below[inst.name] = ref if ref in self.instances else self.split_region(ref)[0]
+        for name in below:
+            chain = [name]
+            while chain[-1] in below and below[chain[-1]] not in chain:
+                chain.append(below[chain[-1]])
+            if chain[-1] in below and below[chain[-1]] == name:
+                loop = " -> ".join(chain + [name])
+                raise LiberoError(f"{where}{name}: it would stand on or in itself ({loop})")
         for key in self.joints:
             if joint_part(self, key) is None:
-                raise LiberoError(f"scene {self.name}: joints: {key!r} has no drawer, door or knob")
+                raise LiberoError(f"{where}joints: {key!r} has no drawer, door or knob")
 
 
 def joint_part(scene: SceneTemplate, key: str):

@@ -20,6 +20,8 @@ ON_INIT = "(On bowl_1 main_table_bowl_region)"
 OPEN_GOAL = "(Open cabinet_1_top_region)"
 IN_GOAL = "(In bowl_1 cabinet_1_top_region)"
 TOP_SIDE = "(top_side (:target cabinet_1))"
+PLATE_INIT = "(On plate_1 main_table_bowl_region)"
+CLOSE_INIT = "(Close cabinet_1_top_region)"
 
 CATEGORIES = {
     "table": [],
@@ -126,6 +128,23 @@ CASES = [
      "argument, not the instance 'plate_1'; its category plate has none, so nothing goes In it"),
     ("In a region with ranges", variant(IN_GOAL, "(In bowl_1 main_table_bowl_region)"), 15, 26,
      "'main_table_bowl_region' is a region with :ranges on a surface; use On for it"),
+    # What the simulator could only reject at reset, without a position.
+    ("init placements in a cycle",
+     variant(ON_INIT, "(On bowl_1 plate_1)").replace(PLATE_INIT, "(On plate_1 bowl_1)"), 14, 11,
+     "the :init placements form a cycle (bowl_1 -> plate_1 -> bowl_1), so none of them can be placed first: "
+     "(On bowl_1 plate_1) here, then (On plate_1 bowl_1) at line 14"),
+    ("a thing placed twice", variant(PLATE_INIT, PLATE_INIT + " (On plate_1 cabinet_1_top_side)"), 14, 111,
+     "'plate_1' is placed twice in :init: On cabinet_1_top_side here and On main_table_bowl_region at line 14; "
+     "it starts in one place only"),
+    ("opened and closed in the init", variant(CLOSE_INIT, CLOSE_INIT + " " + OPEN_GOAL), 14, 75,
+     "(Open cabinet_1_top_region) contradicts (Close cabinet_1_top_region) at line 14: "
+     "'cabinet_1_top_region' cannot start both open and closed"),
+    ("opened and closed in the goal", variant(OPEN_GOAL, OPEN_GOAL + " " + CLOSE_INIT), 15, 77,
+     "(Close cabinet_1_top_region) contradicts (Open cabinet_1_top_region) at line 15: "
+     "the goal can never hold, 'cabinet_1_top_region' cannot be both open and closed"),
+    ("Up in the init", variant(CLOSE_INIT, "(Up plate_1) " + CLOSE_INIT), 14, 46,
+     "Up cannot be in :init: it says a thing was lifted above where it started, which only a goal can ask; "
+     ":init takes On, In, Open, Close, TurnOn and TurnOff"),
 ]
 
 
@@ -414,3 +433,94 @@ def test_an_instance_named_like_a_category_is_a_warning():
     assert "'plate' is the name of a category, but this instance is of category akita_black_bowl" in w.message
     assert "the object 'plate' is declared but no :init predicate places it" in unplaced.message
     assert validate_with_warnings(parse_string(BASE), CATEGORIES)[1] == []
+
+
+def test_a_longer_cycle_through_regions_names_every_instance():
+    # bowl_1 on plate_1, plate_1 in basket_1's compartment, basket_1 in a region (with ranges) of bowl_1.
+    text = (variant(TOP_SIDE, TOP_SIDE + " (rim_region (:target bowl_1) (:ranges ((-0.01 -0.01 0.01 0.01))))")
+            .replace("plate_1 - plate)", "plate_1 - plate basket_1 - basket)")
+            .replace(ON_INIT, "(On bowl_1 plate_1)")
+            .replace(PLATE_INIT, "(In plate_1 basket_1_contain_region) (On basket_1 bowl_1_rim_region)"))
+    categories = {**CATEGORIES, "basket": ["contain_region"]}
+    [err] = validate(parse_string(text, "t.bddl"), categories)
+    assert (err.line, err.col) == (14, 11)
+    assert err.message.startswith(
+        "the :init placements form a cycle (bowl_1 -> plate_1 -> basket_1 -> bowl_1), so none of them can be "
+        "placed first: (On bowl_1 plate_1) here, then (In plate_1 basket_1_contain_region) at line 14, then "
+        "(On basket_1 bowl_1_rim_region) at line 14"), err.message
+    # The same things stacked on a table region: a chain, not a cycle.
+    chain = text.replace("(On basket_1 bowl_1_rim_region)", "(On basket_1 main_table_bowl_region)")
+    assert validate(parse_string(chain), categories) == []
+
+
+def test_a_fixture_is_never_in_a_container():
+    # Placement would weld the stove inside the drawer, and In never holds of two welded things (the simulator
+    # reports no contact between them). Told by the :fixtures section, or by the facts where they are given.
+    message = ("'stove_1' is a fixture, welded to the world, and cannot be In 'cabinet_1_top_region' (region "
+               "top_region of the wooden_cabinet 'cabinet_1'): only objects go In a container; fixtures stand On "
+               "the workspace")
+    init = with_stove(variant(CLOSE_INIT, CLOSE_INIT + " (In stove_1 cabinet_1_top_region)"))
+    goal = with_stove(variant(IN_GOAL, "(In stove_1 cabinet_1_top_region)"))
+    for text, line, col in ((init, 14, 78), (goal, 15, 19)):
+        for facts in (None, FACTS):
+            [err] = validate(parse_string(text, "t.bddl"), WITH_STOVE, facts)
+            assert (err.line, err.col) == (line, col) and err.message == message, err
+
+
+def test_contradictions_in_a_plain_conjunction_goal():
+    def errors(goal):
+        return validate(parse_string(with_stove(variant(OPEN_GOAL, goal)), "t.bddl"), WITH_STOVE, FACTS)
+
+    [err] = errors("(TurnOn stove_1) (TurnOff stove_1)")
+    assert (err.line, err.col) == (15, 66)
+    assert err.message == ("(TurnOff stove_1) contradicts (TurnOn stove_1) at line 15: the goal can never hold, "
+                           "'stove_1' cannot be both on and off")
+    # Nested Ands are still one conjunction; Or and Not are not reasoned about.
+    [err] = errors("(And (TurnOn stove_1) (On plate_1 main_table_bowl_region)) (TurnOff stove_1)")
+    assert "contradicts (TurnOn stove_1)" in err.message
+    assert errors("(Or (TurnOn stove_1) (TurnOff stove_1))") == []
+    assert errors("(TurnOn stove_1) (Not (TurnOn stove_1))") == []
+    assert errors("(TurnOn stove_1) (Or (TurnOff stove_1) (Up plate_1))") == []
+    # Different drawers, or the same state twice, are fine.
+    assert errors("(Open cabinet_1_top_region) (Close cabinet_1_middle_region) (Open cabinet_1_top_region)") == []
+
+
+def test_check_locates_what_only_the_reset_used_to_reject(tmp_path):
+    # The asset library's own facts, on the kitchen example changed five ways: each used to pass `check` and
+    # fail only when the simulator loaded the file, without a position.
+    from pathlib import Path
+
+    from libero_ll.assets.categories import affordances, category_facts
+
+    example = Path(__file__).resolve().parents[2] / "bddl_tasks/examples/kitchen_put_the_bowl_in_the_top_drawer_and_close_it.bddl"
+    text = example.read_text()
+    bowl = "(On akita_black_bowl_1 kitchen_table_akita_black_bowl_init_region)"
+    plate = "(On plate_1 kitchen_table_plate_init_region)"
+    drawer = "(Open wooden_cabinet_1_top_region)"
+    microwave = "(On microwave_1 kitchen_table_microwave_init_region)"
+    cases = {
+        # name: (the changed text, the predicate the error is at, words of the message)
+        "cycle": (text.replace(bowl, "(On akita_black_bowl_1 plate_1)").replace(plate, "(On plate_1 akita_black_bowl_1)"),
+                  "(On akita_black_bowl_1 plate_1)", "form a cycle (akita_black_bowl_1 -> plate_1 -> akita_black_bowl_1)"),
+        "two_places": (text.replace(plate, plate + "\n    (On plate_1 kitchen_table_akita_black_bowl_init_region)"),
+                       "(On plate_1 kitchen_table_akita_black_bowl_init_region)", "'plate_1' is placed twice in :init"),
+        "open_and_close": (text.replace(drawer, drawer + "\n    (Close wooden_cabinet_1_top_region)"),
+                           "(Close wooden_cabinet_1_top_region)\n", "cannot start both open and closed"),
+        "up_in_init": (text.replace("(TurnOff flat_stove_1)", "(TurnOff flat_stove_1)\n    (Up plate_1)"),
+                       "(Up plate_1)", "Up cannot be in :init"),
+        "fixture_in_drawer": (text.replace(microwave, "(In microwave_1 wooden_cabinet_1_top_region)"),
+                              "(In microwave_1 wooden_cabinet_1_top_region)", "'microwave_1' is a fixture"),
+    }
+    categories, facts = affordances(), category_facts()
+    for name, (changed, at, words) in cases.items():
+        assert changed.count(at) == 1 and changed != text, name
+        before = changed[: changed.index(at)]
+        line, col = before.count("\n") + 1, len(before) - before.rfind("\n") + 1
+        if name == "fixture_in_drawer":
+            col += len("In ")  # at the fixture, like the error for a fixture on an object
+        path = tmp_path / f"{name}.bddl"
+        path.write_text(changed)
+        _, problems = check_file(path, categories, facts=facts)
+        assert len(problems) == 1, (name, problems)
+        assert str(problems[0]).startswith(f"{path}:{line}:{col}: "), (name, str(problems[0]))
+        assert words in problems[0].message, (name, problems[0].message)

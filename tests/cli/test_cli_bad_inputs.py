@@ -45,6 +45,9 @@ def refused(argv: list[str], capsys) -> str:
         (["render", "--gallery", "-o", "x.png", "--size", "4097"], "--size"),
         (["init-states", str(BOWL), "--n", "0"], "--n"),
         (["init-states", str(BOWL), "--seed", "-1"], "--seed"),
+        # Before: an OverflowError traceback once the states were sampled, when they were written.
+        (["init-states", str(BOWL), "--seed", str(2**63)], "--seed"),
+        (["collect", "--task", str(BOWL), "--seed", str(2**63)], "--seed"),
         (["generate", "--random", "2", "--seed", "-1", "--out", "g"], "--seed"),
         (["generate", "--random", "1", "--resets", "0", "--out", "g"], "--resets"),
         (["generate", "--random", "1", "--n", "0", "--out", "g"], "--n"),

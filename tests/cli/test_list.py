@@ -71,3 +71,28 @@ def test_output_cut_short_by_its_reader_ends_quietly():
     proc.wait(timeout=60)
     assert first.startswith(b"policies and their keys")
     assert proc.returncode in (0, 141) and err == "", err
+
+
+def test_a_folder_without_task_files_does_not_hide_a_shipped_suite(capsys, tmp_path, monkeypatch):
+    # From the checkout's root, its examples/ (plugins) hid bddl_tasks/examples: `list examples` failed with
+    # "examples: no .bddl task files", and `list` left the suite out.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "plugin.py").write_text("")
+    assert main(["list"]) == 0
+    assert "  examples        task folder, 5 tasks" in capsys.readouterr().out
+    assert main(["list", "examples"]) == 0
+    assert "[" + str(REPO / "bddl_tasks" / "examples") + "]" in capsys.readouterr().out
+    # A folder of that name holding task files of its own is the one meant.
+    shipped = next((REPO / "bddl_tasks" / "examples").glob("*.bddl"))
+    (tmp_path / "examples" / "mine.bddl").write_text(shipped.read_text())
+    assert main(["list", "examples"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("examples: 1 task") and "mine" in out
+
+
+def test_settings_other_than_plugins_are_refused(capsys):
+    # `list learners foo=1` and `list train.epochs=5` were accepted and did nothing.
+    for argv in (["list", "learners", "foo=1"], ["list", "train.epochs=5"]):
+        assert main(argv) == 2
+        assert "list takes plugins=[FILE.py] only" in capsys.readouterr().err

@@ -178,7 +178,28 @@ def test_cli_refuses_states_where_init_fails_and_names_a_stale_file(tmp_path, ca
     assert "exists, skipped" in capsys.readouterr().out
     task.write_text(task.read_text() + "; edited\n")
     assert main(["init-states", str(task), "--n", "1"]) == 0
-    assert "exists but no longer matches soup.bddl" in capsys.readouterr().out
+    assert "exists but runs will not use it: made for a different version of soup.bddl" in capsys.readouterr().out
+    # Kept states that are not the ones asked for say so (before: "exists, skipped", and a later run wanting 2
+    # failed with "1 states stored, 2 asked for").
+    shutil.copy(soup, task)
+    assert main(["init-states", str(task), "--n", "2"]) == 0
+    assert "exists with 1 state of seed 0, not the 2 of seed 0 asked for; skipped" in capsys.readouterr().out
+    # An unreadable file is named as such (before: "no longer matches").
+    init_states_path(task).write_text("junk")
+    assert main(["init-states", str(task), "--n", "1"]) == 0
+    assert "exists but runs will not use it: not a readable initial-states file" in capsys.readouterr().out
+    # A task that cannot be set up does not stop the others, and is named with its file.
+    init_states_path(task).unlink()
+    assert main(["init-states", str(far), str(task), "--n", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert f"{far}: in initial state 0 (seed 0) the init predicates" in err and init_states_path(task).is_file()
+    assert "error: 1 of 2 tasks have no initial states (above): far.bddl" in err
+    # A folder where the states would go is refused before any work (before: an error after sampling, and a
+    # stray .tmp file beside it).
+    init_states_path(far).mkdir()
+    assert main(["init-states", str(far), "--overwrite", "--n", "1"]) == 2
+    assert "far.init.npz: a folder where the initial states of far.bddl go" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("far")) == ["far.bddl", "far.init.npz"]
     for bad, message in ((tmp_path, "a folder, not a task file"), (tmp_path / "nope.bddl", "no such task file")):
         assert main(["init-states", str(bad)]) == 2
         assert message in capsys.readouterr().err

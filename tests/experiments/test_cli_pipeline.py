@@ -76,8 +76,11 @@ def test_settings_out_of_range_fail_before_any_work(tmp_path, capsys):
         ("eval.rollouts=0", "eval.rollouts must be 1 or more, got 0"),
         ("eval.max_steps=0", "eval.max_steps must be 1 or more, got 0"),
         ("eval.init_states=0", "eval.init_states must be 1 or more, got 0"),
-        ("seed=-3", "seed must be a non-negative integer, got -3"),
+        ("seed=-3", "seed must be a whole number from 0 to 2**63-1, got -3"),
         ("num_threads=0", "num_threads must be 1 or more, got 0"),
+        # Before: torch's "Overflow when unpacking long long" traceback when the run seeded its generators.
+        ("seed=18446744073709551616", "seed must be a whole number from 0 to 2**63-1, got 18446744073709551616"),
+        ("eval.init_seed=9223372036854775808", "eval.init_seed must be a whole number from 0 to 2**63-1"),
     ]
     for override, message in cases:
         argv = ["train", smoke, override, f"output_dir={tmp_path / 'runs'}", f"data.dir={tmp_path / 'data'}"]

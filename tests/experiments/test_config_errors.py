@@ -142,7 +142,7 @@ def test_a_file_value_of_the_wrong_shape_says_what_the_key_takes(tmp_path):
         ("train: {epochs: -1}\n", "train.epochs=-1", "train.epochs must be a non-negative integer, got -1"),
         ("train:\n  lr: 0\n", "train={lr: 0}", "train.lr must be a positive number, got 0.0"),
         ("eval: {rollouts: 0}\n", "eval.rollouts=0", "eval.rollouts must be 1 or more, got 0"),
-        ("seed: -3\n", "seed=-3", "seed must be a non-negative integer, got -3"),
+        ("seed: -3\n", "seed=-3", "seed must be a whole number from 0 to 2**63-1, got -3"),
     ],
 )
 def test_a_value_out_of_range_names_its_file_or_its_override(tmp_path, text, override, message):
