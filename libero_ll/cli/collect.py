@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -53,17 +54,22 @@ def cmd_collect(args) -> int:
             max_attempts=max_attempts, overwrite=args.overwrite, progress=progress,
         )
     except KeyboardInterrupt:
-        if not args.dry_run:
-            print("interrupted: the demos settled so far are kept; run the same command again to continue")
-        raise
+        stats = None
     finally:
         if bar is not None:
             bar.close()
+    if stats is None:  # Ctrl-C: said here once, with what is kept (not again by the command line's handler)
+        if args.dry_run:
+            print("interrupted", file=sys.stderr)
+        else:
+            print("interrupted: the demos settled so far are kept; run the same command again to continue",
+                  file=sys.stderr)
+        return 130
 
     empty = []
     for s in stats:
         if s.skipped:
-            print(f"{s.path}: exists, skipped (--overwrite to redo)")
+            print(f"{s.path}: {_kept(s.path, args.demos, args.image_size)}")
             continue
         where = "dry run" if args.dry_run else str(s.path) if s.path else "no file written"
         resumed = f", {s.resumed} resumed" if s.resumed else ""
@@ -85,16 +91,33 @@ def cmd_collect(args) -> int:
         attempts = sum(r.attempts for r in rows)
         mean = sum(r.mean_length * r.kept for r in rows) / max(kept, 1)
         print(
-            f"{len(rows)} tasks, overall expert success {kept / max(attempts, 1):.0%}, {kept} demos kept, "
+            f"{len(rows)} task{'s' if len(rows) != 1 else ''}, overall expert success {kept / max(attempts, 1):.0%}, "
+            f"{kept} demo{'s' if kept != 1 else ''} kept, "
             f"mean length {mean:.0f} steps, wall time {wall:.1f} s"
         )
     else:
-        print(f"nothing collected: all {len(stats)} files exist (--overwrite to redo)")
+        files = "the file exists" if len(stats) == 1 else f"all {len(stats)} files exist"
+        print(f"nothing collected: {files} (--overwrite to redo)")
     if empty:
         them = "it" if len(empty) == 1 else "them"
         print(f"error: no demo kept for {', '.join(empty)}; no file written for {them}")
         return 1
     return 0
+
+
+def _kept(path: Path, demos: int, size: int) -> str:
+    """What is said of a demo file left as it is, and how it differs from the `demos` demos at `size` px asked
+    for, if it does (a run of another image size refuses it; one wanting more demos says so)."""
+    from libero_ll.data.hdf5 import demo_names, image_size
+
+    try:
+        held, px = len(demo_names(path)), image_size(path)
+    except LiberoError as e:
+        return f"exists but cannot be read ({e}); skipped (--overwrite to redo)"
+    if held < demos or px != size:
+        return (f"exists with {held} demo{'s' if held != 1 else ''} at {px} px, not the {demos} at {size} px asked "
+                "for; skipped (--overwrite to redo)")
+    return "exists, skipped (--overwrite to redo)"
 
 
 def register(sub) -> None:

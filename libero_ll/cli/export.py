@@ -29,7 +29,8 @@ def cmd_export(args) -> int:
         progress=not args.quiet,
     )
     print(
-        f"{s.path}: LeRobot dataset (v3.0), {s.episodes} episodes, {s.frames} frames, {len(s.tasks)} tasks, "
+        f"{s.path}: LeRobot dataset (v3.0), {s.episodes} episode{'s' if s.episodes != 1 else ''}, {s.frames} "
+        f"frame{'s' if s.frames != 1 else ''}, {len(s.tasks)} task{'s' if len(s.tasks) != 1 else ''}, "
         f"{s.bytes / 2**20:.1f} MiB in {s.seconds:.1f} s"
     )
     return 0
@@ -42,7 +43,10 @@ def register(sub) -> None:
         "--format", default="lerobot", choices=FORMATS, help="output format: lerobot (v3.0 layout)"
     )
     s.add_argument("--out", required=True, help="the dataset folder to create")
-    s.add_argument("--overwrite", action="store_true", help="replace --out once the new dataset is complete")
+    s.add_argument(
+        "--overwrite", action="store_true",
+        help="replace --out, a LeRobot dataset, once the new one is complete (an empty folder needs no --overwrite)",
+    )
     s.add_argument(
         "--fps", type=at_least(1), default=None, help="frames per second (default: the demos' control rate)"
     )

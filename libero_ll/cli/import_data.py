@@ -30,15 +30,18 @@ def cmd_import(args) -> int:
         skip_unknown=args.skip_unknown,
         overwrite=args.overwrite,
         progress=not args.quiet,
+        suite=args.suite,
     )
     for task, path in s.files.items():
         print(f"  {path.name}: {task}")
     if s.skipped:
-        print(f"  left out: {sum(s.skipped.values())} episodes of {len(s.skipped)} tasks that suite {args.suite} "
-              f"does not have")
+        left, tasks = sum(s.skipped.values()), len(s.skipped)
+        print(f"  left out: {left} episode{'s' if left != 1 else ''} of {tasks} task{'s' if tasks != 1 else ''} "
+              f"that suite {args.suite} does not have")
     print(
-        f"{s.path}: {s.episodes} episodes, {s.frames} frames of a LeRobot dataset ({s.version}) in "
-        f"{len(s.files)} demo files, {s.seconds:.1f} s"
+        f"{s.path}: {s.episodes} episode{'s' if s.episodes != 1 else ''}, {s.frames} "
+        f"frame{'s' if s.frames != 1 else ''} of a LeRobot dataset ({s.version}) in {len(s.files)} demo "
+        f"file{'s' if len(s.files) != 1 else ''}, {s.seconds:.1f} s"
     )
     return 0
 

@@ -72,6 +72,8 @@ def _run_folder(path, option: str) -> None:
         raise LiberoError(f"{option}{p}: no such folder (give a run directory)")
     if not p.is_dir():
         raise LiberoError(f"{option}{p}: is a file, not a run directory")
+    if not (p / "config.yaml").is_file() and not (p / "success.json").is_file():
+        raise LiberoError(f"{option}{p} is not a run directory: it has no config.yaml or success.json")
 
 
 # Scalar metrics printed by --all: key, label, which way is better.

@@ -32,7 +32,7 @@ def cmd_report(args) -> int:
         log=print,
         reported=reported,
     )
-    print(f"report: {out / 'report.html'} ({len(reported)} runs; tables also in report.md and *.csv)")
+    print(f"report: {out / 'report.html'} ({len(reported)} run{'s' if len(reported) != 1 else ''}; tables also in report.md and *.csv)")
     return 0
 
 

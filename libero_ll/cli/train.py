@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -18,6 +20,8 @@ class Terminated(KeyboardInterrupt):
 
 # The exit status of a process ended by SIGTERM, as a shell reports it (128 + 15).
 EXIT_TERMINATED = 128 + signal.SIGTERM
+# And of one ended by Ctrl-C (SIGINT).
+EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 @contextlib.contextmanager
@@ -50,6 +54,7 @@ def cmd_train(args) -> int:
     from libero_ll.experiments.config import load_config
     from libero_ll.experiments.lifelong import run_lifelong
 
+    run_dir = None
     try:
         with sigterm_as_interrupt():
             if args.resume:
@@ -68,13 +73,43 @@ def cmd_train(args) -> int:
                     raise LiberoError("give a config file (e.g. configs/smoke.yaml) or --resume RUN_DIR")
                 cfg = load_config(args.config, args.overrides)
                 run_dir = run_lifelong(cfg, max_stages=args.stages, lock=True)
-    except Terminated:
-        where = args.resume or "RUN_DIR (the run directory printed above)"
-        print(f"terminated: the run is saved at its last completed epoch; continue it with libero-ll train "
-              f"--resume {where}", file=sys.stderr)
-        return EXIT_TERMINATED
-    print_metrics(run_dir, as_json=False)
+            print_metrics(run_dir, as_json=False)
+    except KeyboardInterrupt as e:
+        # Ctrl-C, or SIGTERM (Terminated). A new run's folder is known once run_lifelong has made it.
+        run_dir = getattr(e, "run_dir", None) or run_dir
+        if isinstance(e, Terminated):
+            print(stopped_line("terminated", run_dir), file=sys.stderr)
+            return EXIT_TERMINATED
+        print(stopped_line("interrupted", run_dir), file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
+
+
+def stopped_line(word: str, run_dir: Path | None) -> str:
+    """What a run stopped by Ctrl-C or SIGTERM (`word`: "interrupted" or "terminated") has kept, read from its
+    folder as the stop left it, and the command that goes on from there."""
+    from libero_ll.evaluation.runs import PROGRESS_FILE
+    from libero_ll.experiments.checkpoint import FINAL_POLICY
+    from libero_ll.experiments.lifelong import STATE_FILE
+
+    if run_dir is None:
+        return f"{word} before the run began; run the same command again to start it"
+    resume = shlex.join(["libero-ll", "train", "--resume", str(run_dir)])
+    if (run_dir / FINAL_POLICY).exists():
+        return (f"{word} after the run had ended: its results are in {run_dir} (libero-ll metrics {run_dir}); "
+                f"there is nothing to resume")
+    if not (run_dir / STATE_FILE).exists():
+        return (f"{word} before the run's first save: nothing it trained is kept (demos it collected are); "
+                f"start it again with {resume}")
+    try:
+        progress = json.loads((run_dir / PROGRESS_FILE).read_text(encoding="utf-8"))
+        ended = int(progress["stage"]) >= int(progress["stages"])
+    except (OSError, ValueError, KeyError, TypeError):
+        ended = False
+    if ended:
+        return (f"{word} as the run ended, before its final policy was written; {resume} writes it, training "
+                f"nothing again")
+    return f"{word}: the run is saved at its last completed epoch; continue it with {resume}"
 
 
 def register(sub) -> None:

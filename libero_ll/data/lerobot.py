@@ -50,10 +50,11 @@ STATE_NAMES = [
 JOINTS_KEY = "observation.joint_states"
 ACTION_NAMES = ["dx", "dy", "dz", "droll", "dpitch", "dyaw", "gripper"]
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
-# Encoder name -> the codec name LeRobot records in info.json.
-VIDEO_CODECS = {"libsvtav1": "av1", "libx264": "h264", "h264": "h264"}
+# Encoder name -> the codec name LeRobot records in info.json. Encoders by their own names: a codec's name
+# ("h264") leaves the encoder, and so the options it takes, to the FFmpeg build.
+VIDEO_CODECS = {"libsvtav1": "av1", "libx264": "h264"}
 # The CRF range each encoder accepts.
-MAX_CRF = {"libsvtav1": 63, "libx264": 51, "h264": 51}
+MAX_CRF = {"libsvtav1": 63, "libx264": 51}
 DEFAULT_FPS = 20
 # How pictures can be flipped on the way out or in: upside down, left to right, or both (a 180-degree turn).
 FLIPS = ("rows", "columns", "both")
@@ -371,9 +372,10 @@ def export_lerobot(
 
     Args:
         source: a folder of demo files (every ``*.hdf5`` in it, in name order), one file, or a list.
-        out: the dataset folder to create. It appears complete or not at all (written under a
-            temporary name beside it, then renamed).
-        overwrite: replace an existing ``out`` (only once the new dataset is complete).
+        out: the dataset folder to create, or an empty folder. It appears complete or not at all
+            (written under a temporary name beside it, then renamed).
+        overwrite: replace an existing dataset ``out`` (only once the new dataset is complete); a folder
+            that holds anything else is never replaced.
         fps: frames per second; None reads the control frequency from the files (default 20 Hz).
         video: how camera frames are encoded (VideoOptions; default AV1 as LeRobot records).
         robot_type: recorded in meta/info.json.
@@ -385,8 +387,8 @@ def export_lerobot(
     Returns an ExportSummary (episodes, frames, tasks, size in bytes, seconds).
 
     Raises:
-        LiberoError: no demo files, ``out`` exists without overwrite, a file lacks a camera or the
-        robot's observations, or the files' images differ in size.
+        LiberoError: no demo files, ``out`` exists (and is not empty) without overwrite or is not a
+        dataset, a file lacks a camera or the robot's observations, or the files' images differ in size.
     """
     started = time.perf_counter()
     video = video or VideoOptions()
@@ -405,7 +407,9 @@ def export_lerobot(
     out = Path(out)
     if not out.name:  # "." or "/": the folder's own name is needed to write beside it
         out = out.resolve()
-    if out.exists() and not overwrite:
+    # An empty folder (made beforehand for the dataset) holds nothing to lose: it is replaced as a missing one.
+    taken = out.exists() and not _empty_folder(out)
+    if taken and not overwrite:
         raise LiberoError(f"{out} exists; pass --overwrite to replace it")
     # Replacing `out` would delete the demo files being exported when they lie in it (or are it).
     inside = [f for f in files if out.resolve() == f.resolve() or out.resolve() in f.resolve().parents]
@@ -414,7 +418,7 @@ def export_lerobot(
             f"{out} is or holds a demo file being exported ({inside[0]}); replacing it would delete the "
             "demos: write the dataset to another folder"
         )
-    if out.exists() and not (out / INFO_PATH).is_file():
+    if taken and not (out / INFO_PATH).is_file():
         # --overwrite replaces a dataset, never some other folder or file that happens to be named.
         raise LiberoError(
             f"{out} exists and is not a LeRobot dataset (no {INFO_PATH}); --overwrite replaces only a dataset: "
@@ -664,14 +668,32 @@ def _write_episodes(root: Path, episodes: list[dict]) -> None:
     pq.write_table(pa.table(columns), str(path))
 
 
+def _empty_folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+
+
 def _move_into_place(tmp: Path, out: Path, overwrite: bool) -> None:
-    """Rename the finished dataset to ``out``; an old one there is removed only after the rename."""
+    """Rename the finished dataset to ``out``, which may be an empty folder; an old dataset there is removed
+    only after the rename."""
     # mkdtemp made the folder private; the dataset gets the usual permissions.
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)
-    if not out.exists():
-        os.replace(tmp, out)
+    if _empty_folder(out) and out.resolve() == Path.cwd().resolve():
+        # Replacing the current folder would leave the shell in a removed one: the dataset moves into it
+        # instead, meta/ (what makes the folder a dataset) last.
+        for entry in sorted(tmp.iterdir(), key=lambda p: p.name == "meta"):
+            os.replace(entry, out / entry.name)
+        tmp.rmdir()
+        return
+    if not out.exists() or _empty_folder(out):
+        try:
+            os.replace(tmp, out)  # the system replaces an empty folder, and refuses one that is not
+        except OSError:
+            if not out.exists() or _empty_folder(out):
+                raise
+            raise LiberoError(f"{out}: something was written into it while exporting; it is kept as it is, and "
+                              "the dataset is not written") from None
         return
     if not overwrite:
         raise LiberoError(f"{out} appeared while exporting; pass --overwrite to replace it")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import time
@@ -40,6 +41,8 @@ KNOWN_CAMERAS = {
     "image": "agentview_rgb",
     "wrist_image": "eye_in_hand_rgb",
 }
+# The options that name a camera's feature (cameras= of import_lerobot), by our camera key.
+CAMERA_OPTIONS = {"agentview_rgb": "--agentview", "eye_in_hand_rgb": "--wrist"}
 # v2's path templates, when info.json lacks them.
 V2_DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
 V2_VIDEO_PATH = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
@@ -69,6 +72,7 @@ def import_lerobot(
     skip_unknown: bool = False,
     overwrite: bool = False,
     progress: bool = False,
+    suite: str | None = None,
 ) -> ImportSummary:
     """Write the episodes of a LeRobot dataset as demo files in ``out``, one ``<task>.hdf5`` per task.
 
@@ -85,12 +89,14 @@ def import_lerobot(
         image_size: resize every frame to image_size x image_size pixels (area averaging when
             shrinking), e.g. LeRobot's 256-pixel LIBERO pictures to a preset's 128; None keeps them.
         cameras: our camera key ("agentview_rgb", "eye_in_hand_rgb") -> the dataset's feature, for
-            datasets whose cameras have other names than LeRobot's LIBERO ones.
+            datasets whose cameras have other names than LeRobot's LIBERO ones (`--agentview` and
+            `--wrist` in messages).
         skip_unknown: with `task_files`, leave out the episodes whose task none of them has (a dataset
             of several suites, imported one suite at a time) instead of failing.
         overwrite: replace demo files already in ``out``; without it they are an error, before anything
             is written.
         progress: show a progress bar over episodes.
+        suite: the name of the suite `task_files` come from, to name it in messages.
 
     Each file is written under a temporary name and renamed when complete; on an error no file of this
     import is left in ``out`` and files already there are untouched.
@@ -106,29 +112,29 @@ def import_lerobot(
     info = _read_info(root)
     version = str(info.get("codebase_version"))
     features = info["features"]
-    fps = float(info.get("fps") or 0)
-    if fps <= 0:
-        raise LiberoError(f"{root / 'meta/info.json'}: no frame rate (fps)")
+    fps = info["fps"]
     cams = _camera_features(features, cameras, root)
     state = _feature(features, STATE_NAMES, root, "state")
     action = _feature(features, ACTION_NAMES, root, "action")
     joints = next((n for n in JOINTS_NAMES if n in features), None)
     _check_shape(features, state, 8, root, "the hand's position and axis-angle, then the two fingers")
     _check_shape(features, action, 7, root, "the arm's 6 and the gripper's 1")
-    if joints is not None and _shape(features[joints]) != [7]:
+    if joints is not None and _shape(features, joints, root) != [7]:
         joints = None  # another robot's joints: not read (only the policies that read joint_states need them)
 
     episodes = _episodes(root, version)
     if not episodes:
         raise LiberoError(f"{root}: the dataset has no episodes")
-    names = _file_names([e["task"] for e in episodes], task_files, root, skip_unknown)
+    names = _file_names([e["task"] for e in episodes], task_files, root, skip_unknown, suite)
     skipped: dict[str, int] = {}
     for e in episodes:
         if e["task"] not in names:
             skipped[e["task"]] = skipped.get(e["task"], 0) + 1
     episodes = [e for e in episodes if e["task"] in names]
     if not episodes:
-        raise LiberoError(f"{root}: none of its {len(skipped)} tasks is the instruction of one of the task files")
+        its = "its one task is" if len(skipped) == 1 else f"none of its {len(skipped)} tasks is"
+        raise LiberoError(f"{root}: {its} the instruction of {'none' if len(skipped) == 1 else 'one'} of "
+                          f"{_task_files_named(task_files, suite)}")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise LiberoError(f"{out} is a file, not a folder for demo files")
@@ -194,6 +200,7 @@ def import_lerobot(
 
 
 def _read_info(root: Path) -> dict:
+    """meta/info.json, checked: a known version, each feature an object, and a frame rate (read as a float)."""
     path = root / "meta" / "info.json"
     if root.is_file():
         raise LiberoError(f"{root}: a file; give the dataset's folder (the one holding meta/info.json)")
@@ -209,11 +216,30 @@ def _read_info(root: Path) -> dict:
         raise LiberoError(f"{path}: no features")
     if str(info.get("codebase_version")) not in VERSIONS:
         raise LiberoError(f"{path}: format {info.get('codebase_version')!r}; this reads {', '.join(VERSIONS)}")
+    for name, feature in info["features"].items():
+        if not isinstance(feature, dict):
+            raise LiberoError(f"{path}: feature {name} is {json.dumps(feature)}, not an object with its dtype "
+                              "and shape")
+    fps = info.get("fps")
+    if fps is None:
+        raise LiberoError(f"{path}: no frame rate (fps)")
+    try:
+        info["fps"] = float(fps)
+    except (TypeError, ValueError):
+        info["fps"] = math.nan
+    if isinstance(fps, bool) or not 0 < info["fps"] < math.inf:
+        raise LiberoError(f"{path}: fps is {json.dumps(fps)}; the frame rate is a number of frames per second "
+                          "above 0")
     return info
 
 
-def _shape(feature: dict) -> list:
-    return [int(n) for n in feature.get("shape") or []]
+def _shape(features: dict, name: str, root: Path) -> list:
+    shape = features[name].get("shape") or []
+    try:
+        return [int(n) for n in shape]
+    except (TypeError, ValueError):
+        raise LiberoError(f"{root / 'meta/info.json'}: feature {name} has shape {json.dumps(shape)}, not a list "
+                          "of sizes") from None
 
 
 def _feature(features: dict, names: tuple, root: Path, what: str) -> str:
@@ -225,18 +251,20 @@ def _feature(features: dict, names: tuple, root: Path, what: str) -> str:
 
 
 def _check_shape(features: dict, name: str, size: int, root: Path, layout: str) -> None:
-    if _shape(features[name]) != [size]:
-        raise LiberoError(f"{root}: feature {name} has shape {_shape(features[name])}; LIBERO's is [{size}] "
-                          f"({layout})")
+    shape = _shape(features, name, root)
+    if shape != [size]:
+        raise LiberoError(f"{root}: feature {name} has shape {shape}; LIBERO's is [{size}] ({layout})")
 
 
 def _camera_features(features: dict, given: dict[str, str] | None, root: Path) -> dict[str, str]:
     """Our camera key -> the dataset's feature."""
     pictures = [n for n, f in features.items() if f.get("dtype") in ("video", "image")]
     if given:
-        bad = {k: v for k, v in given.items() if v not in pictures}
+        bad = [f"{CAMERA_OPTIONS.get(k, k)} {v}" for k, v in given.items() if v not in pictures]
         if bad:
-            raise LiberoError(f"{root}: {bad} are not camera features of the dataset; it has {pictures}")
+            what = "is not a camera feature" if len(bad) == 1 else "are not camera features"
+            has = f"its camera features: {', '.join(pictures)}" if pictures else "it has no camera features"
+            raise LiberoError(f"{' and '.join(bad)} {what} of {root}; {has}")
         return dict(given)
     found = {KNOWN_CAMERAS[n]: n for n in pictures if n in KNOWN_CAMERAS}
     if set(found) != {"agentview_rgb", "eye_in_hand_rgb"}:
@@ -252,30 +280,57 @@ def _episodes(root: Path, version: str) -> list[dict]:
     its rows and frames (v3.0)."""
     import pyarrow.parquet as pq
 
-    out = []
+    rows = []  # (where the episode is written, its entries)
     if version == "v3.0":
         files = sorted((root / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
         if not files:
             raise LiberoError(f"{root}: no meta/episodes/chunk-*/file-*.parquet")
         for f in files:
-            out.extend(pq.read_table(str(f)).to_pylist())
+            try:
+                rows.extend((f, e) for e in pq.read_table(str(f)).to_pylist())
+            except Exception as e:  # noqa: BLE001 - pyarrow raises many kinds for a bad file
+                raise LiberoError(f"{f}: not a readable parquet file ({e})") from None
     else:
         path = root / "meta" / "episodes.jsonl"
         if not path.is_file():
             raise LiberoError(f"{root}: no meta/episodes.jsonl")
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise LiberoError(f"{path}: not UTF-8 text ({e})") from None
+        for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    out.append(json.loads(line))
+                    rows.append((f"{path}:{n}", json.loads(line)))
                 except ValueError:
                     raise LiberoError(f"{path}:{n}: not valid JSON") from None
-    for e in out:
+    out = []
+    for where, e in rows:
+        if not isinstance(e, dict):
+            raise LiberoError(f"{where}: not an episode (a JSON object): {str(e)[:200]}")
         tasks = e.get("tasks")
         if "episode_index" not in e or not tasks:
-            raise LiberoError(f"{root}: an episode without episode_index or tasks: {str(e)[:200]}")
-        e["index"] = int(e["episode_index"])
-        e["task"] = str(tasks[0] if isinstance(tasks, (list, tuple)) else tasks)
+            raise LiberoError(f"{where}: an episode without episode_index or tasks: {str(e)[:200]}")
+        try:
+            index = int(e["episode_index"])
+        except (TypeError, ValueError):
+            raise LiberoError(f"{where}: episode_index {e['episode_index']!r} is not a number") from None
+        task = str(tasks[0] if isinstance(tasks, (list, tuple)) else tasks)
+        out.append({**e, "index": index, "task": task, "where": where})
     return sorted(out, key=lambda e: e["index"])
+
+
+def _entry(ep: dict, key: str, kind: type = int) -> int | float:
+    """An entry of an episode's row in meta/episodes (v3.0: where its rows and frames lie) as a number."""
+    if key not in ep:
+        raise LiberoError(f"{ep['where']}: episode {ep['index']} has no {key}")
+    try:
+        value = kind(ep[key])
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
+        raise LiberoError(f"{ep['where']}: episode {ep['index']}: {key} is {ep[key]!r}, not a number")
+    return value
 
 
 def _normal(text: str) -> str:
@@ -296,7 +351,18 @@ def _file_name(instruction: str) -> str:
     return name
 
 
-def _file_names(tasks: list[str], task_files, root: Path, skip_unknown: bool = False) -> dict:
+def _task_files_named(task_files, suite: str | None) -> str:
+    """The task files in words: their suite and the folder that holds them."""
+    folders = sorted({str(Path(f).parent) for f in task_files})
+    where = folders[0] if len(folders) == 1 else f"{len(folders)} folders"
+    if not suite:
+        return f"the task files in {where}"
+    # A suite given as a folder is where its task files are; a suite's name is not.
+    return f"the task files of suite {suite}" + ("" if Path(suite) == Path(where) else f" (in {where})")
+
+
+def _file_names(tasks: list[str], task_files, root: Path, skip_unknown: bool = False,
+                suite: str | None = None) -> dict:
     """Instruction -> (file name without .hdf5, its task file or None); with `skip_unknown`, instructions
     that no task file has are left out."""
     unique = list(dict.fromkeys(tasks))
@@ -318,15 +384,18 @@ def _file_names(tasks: list[str], task_files, root: Path, skip_unknown: bool = F
     for t in unique:
         found = by_language.get(_normal(t), [])
         if len(found) > 1:
-            raise LiberoError(f"task {t!r} is the instruction of {len(found)} of the task files "
-                              f"({', '.join(f.stem for f in found)}): import without --suite")
+            raise LiberoError(f"task {t!r} is the instruction of {len(found)} of "
+                              f"{_task_files_named(task_files, suite)} ({', '.join(f.stem for f in found)}): "
+                              "import without --suite")
         if not found:
             unknown.append(t)
         else:
             names[t] = (found[0].stem, found[0])
     if unknown and not skip_unknown:
-        raise LiberoError(f"{root}: {len(unknown)} of its {len(unique)} tasks are the instruction of none of "
-                          f"the task files, e.g. {unknown[0]!r} (--skip-unknown leaves their episodes out)")
+        are = "is" if len(unknown) == 1 else "are"
+        raise LiberoError(f"{root}: {len(unknown)} of its {len(unique)} tasks {are} the instruction of none of "
+                          f"{_task_files_named(task_files, suite)}, e.g. {unknown[0]!r} (--skip-unknown leaves "
+                          "their episodes out)")
     return names
 
 
@@ -349,7 +418,11 @@ class _FrameSource:
 
     def __init__(self, root: Path, info: dict, version: str, cams: dict[str, str], features: dict):
         self.root, self.info, self.version, self.features = root, info, version, features
-        self.chunks = int(info.get("chunks_size") or 1000)
+        try:
+            self.chunks = int(info.get("chunks_size") or 1000)
+        except (TypeError, ValueError):
+            raise LiberoError(f"{root / 'meta/info.json'}: chunks_size is {json.dumps(info['chunks_size'])}, not a "
+                              "number") from None
         self.fps = float(info["fps"])
         self._table = (None, None)  # path, table
         self._videos = {feature: _VideoFrames() for feature in cams.values()}
@@ -367,8 +440,8 @@ class _FrameSource:
         import pyarrow.parquet as pq
 
         if self.version == "v3.0":
-            path = self._path("data_path", "", chunk_index=int(ep["data/chunk_index"]),
-                              file_index=int(ep["data/file_index"]))
+            path = self._path("data_path", "", chunk_index=_entry(ep, "data/chunk_index"),
+                              file_index=_entry(ep, "data/file_index"))
         else:
             path = self._path("data_path", V2_DATA_PATH, episode_chunk=ep["index"] // self.chunks,
                               episode_index=ep["index"])
@@ -392,9 +465,9 @@ class _FrameSource:
         n = table.num_rows
         if self.version == "v3.0":
             path = self._path("video_path", "", video_key=feature,
-                              chunk_index=int(ep[f"videos/{feature}/chunk_index"]),
-                              file_index=int(ep[f"videos/{feature}/file_index"]))
-            start = int(round(float(ep[f"videos/{feature}/from_timestamp"]) * self.fps))
+                              chunk_index=_entry(ep, f"videos/{feature}/chunk_index"),
+                              file_index=_entry(ep, f"videos/{feature}/file_index"))
+            start = int(round(_entry(ep, f"videos/{feature}/from_timestamp", float) * self.fps))
         else:
             path = self._path("video_path", V2_VIDEO_PATH, episode_chunk=ep["index"] // self.chunks,
                               video_key=feature, episode_index=ep["index"])
@@ -428,7 +501,13 @@ def _decode_images(table, feature: str, ep: dict, root: Path) -> np.ndarray:
         data = value.get("bytes") if isinstance(value, dict) else value
         if not data:
             raise LiberoError(f"{root}: episode {ep['index']}: an image of {feature} holds no bytes")
-        out.append(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
+        try:
+            out.append(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
+        except Exception as e:  # noqa: BLE001 - PIL raises many kinds for bad bytes
+            raise LiberoError(f"{root}: episode {ep['index']}: an image of {feature} is not a readable picture "
+                              f"({e})") from None
+    if len({a.shape for a in out}) > 1:
+        raise LiberoError(f"{root}: episode {ep['index']}: the images of {feature} differ in size")
     return np.stack(out)
 
 
@@ -452,6 +531,8 @@ class _VideoFrames:
                 self.container = av.open(str(path))
             except av.error.FFmpegError as e:
                 raise LiberoError(f"{path}: not a readable video ({e})") from None
+            if not self.container.streams.video:
+                raise LiberoError(f"{path}: holds no video stream")
             self.frames = self.container.decode(video=0)
             self.path, self.position = path, 0
         out = []

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from libero_ll.errors import LiberoError
+from libero_ll.errors import LiberoError, yaml_problem
 from libero_ll.evaluation.resources import RunResources, load_resources, run_data_sizes
 from libero_ll.evaluation.success import SuccessTensor
 
@@ -176,9 +176,7 @@ def load_run(path: str | os.PathLike) -> Run:
     try:
         config = OmegaConf.to_container(OmegaConf.load(path / "config.yaml"), resolve=False)
     except Exception as e:  # noqa: BLE001 - YAML errors come in many types
-        raise LiberoError(
-            f"{path / 'config.yaml'} cannot be read: {str(e).strip().splitlines()[0]}"
-        ) from None
+        raise LiberoError(f"{path / 'config.yaml'} cannot be read: {yaml_problem(e)}") from None
     if not isinstance(config, dict):
         raise LiberoError(f"{path / 'config.yaml'} does not hold a mapping")
     if not (path / "success.json").is_file():

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from libero_ll.errors import LiberoError
+from libero_ll.errors import LiberoError, yaml_problem
 from libero_ll.learners.base import TrainConfig
 
 
@@ -403,7 +403,7 @@ def _read_layers(path: Path, seen: tuple = ()) -> list:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         cfg = OmegaConf.load(path) if isinstance(raw, dict) else None
     except Exception as e:  # noqa: BLE001 - YAML errors come in many types
-        raise LiberoError(f"{path}: not valid YAML: {first_line(e)}") from None
+        raise LiberoError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
     if raw is None or raw == {}:
         raise LiberoError(f"{path}: the config file is empty; start from a preset such as configs/cpu.yaml")
     if not isinstance(cfg, DictConfig):

@@ -252,13 +252,14 @@ def check_video_folder(run_dir: str | Path, video_dir: str | Path, checkpoint: s
 def _fixed_states(path: Path, names: list[str], chosen: list[int]) -> dict[int, np.ndarray]:
     """The run's fixed initial states of the tasks `chosen` (init_states.npz: an array per task name)."""
     if not path.exists():
-        raise LiberoError(f"{path.parent} has no init_states.npz; give new_states to sample initial states")
+        raise LiberoError(f"{path.parent} has no init_states.npz; give new_states (--new-states N) to sample "
+                          "initial states")
     try:
         with np.load(path) as f:
             missing = [names[j] for j in chosen if names[j] not in f.files]
             if missing:
-                raise LiberoError(f"{path} holds no initial states of {', '.join(missing)}; give new_states to "
-                                  "sample initial states")
+                raise LiberoError(f"{path} holds no initial states of {', '.join(missing)}; give new_states "
+                                  "(--new-states N) to sample initial states")
             states = {j: np.asarray(f[names[j]]) for j in chosen}
     except LiberoError:
         raise

@@ -7,6 +7,7 @@ import contextlib
 import copy
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -146,16 +147,32 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     Raises:
         LiberoError: a setting is wrong, the run directory is in use (`lock`), a run to continue cannot be
             continued (its saved state is missing or damaged, or its config.yaml no longer matches what the
-            run was started with), the demos do not fit the config.
+            run was started with), the demos do not fit the config. The demo files already there are checked
+            before a new run's directory is made; a new directory that this call made (not `run_dir`'s) and
+            that an error found later leaves without a saved state or an evaluation is removed, and the
+            message says so.
+        KeyboardInterrupt: Ctrl-C (or what a caller raises in its place), with the run directory as its
+            `run_dir` attribute once the call has taken one, for the caller to say what is kept there.
     """
+    taken: list[Path] = []  # the run directory, once this call has taken it
+
     with contextlib.ExitStack() as held:
-        if lock:
-            def hold(folder: Path) -> None:
+        def hold(folder: Path) -> None:
+            taken.append(Path(folder))
+            if lock:
                 held.enter_context(hold_run_dir(folder))
-        else:
-            def hold(folder: Path) -> None:
-                pass
-        return _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold)
+
+        try:
+            return _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold)
+        except KeyboardInterrupt as e:
+            if taken:
+                e.run_dir = taken[-1]
+            raise
+        except LiberoError as e:
+            # Only a folder made here (a fresh one under output_dir), never one resumed or named by the caller.
+            if taken and resume is None and run_dir is None and _remove_unsaved_run(taken[-1]):
+                e.args = (f"{e} (nothing of the run is kept: {taken[-1]} is removed)",)
+            raise
 
 
 def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) -> Path:
@@ -196,8 +213,9 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
     tasks = kept or suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)
     names = [t.stem for t in tasks]
     if resume is None:
-        # Demo files already there that hold too few demos, before any work (those collected later are
-        # checked once collected).
+        # Demo files already there of another image size or with too few demos, before any work and before
+        # the run directory is made (those collected later are checked once collected).
+        check_demo_images(cfg, [t for t in tasks if task_demo_file(cfg.data.dir, t.stem).exists()])
         check_demo_counts(cfg, tasks, existing_only=True)
 
     env_cfg = env_config(cfg)
@@ -227,6 +245,8 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             source = _init_from_as_started(cfg, resume)
             load_policy_weights(policy, source)
             log(f"policy initialised from {source}")
+        if resume is None:
+            check_demo_keys(cfg, tasks, policy.image_keys + policy.lowdim_keys)
         run_dir = _open_run_dir(cfg, resume, log, run_dir, hold)
         run_log.open(run_dir)
         keep_task_files(run_dir, tasks)
@@ -677,6 +697,16 @@ def _open_run_dir(cfg, resume, log, run_dir=None, hold=lambda folder: None) -> P
     return run_dir
 
 
+def _remove_unsaved_run(run_dir: Path) -> bool:
+    """Remove the folder of a new run stopped by an error before its first save, holding only what the start of
+    a run writes (config.yaml, log.txt, environment.json, its task files, initial states); True when it is
+    gone. A folder with a saved state, progress, a checkpoint or an evaluation is kept."""
+    if (run_dir / STATE_FILE).exists() or (run_dir / "success.json").exists() or _progress_shown(run_dir):
+        return False
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return not run_dir.exists()
+
+
 def _init_from_as_started(cfg, resume) -> Path:
     """The pretrained file to load: for a run resumed before its first save, the one its first session loaded
     (environment.json), which a glob or a relative `init_from` may no longer name from here; else the one
@@ -987,6 +1017,36 @@ def check_demo_images(cfg, tasks: list[Path]) -> None:
             )
 
 
+def check_demo_keys(cfg, tasks: list[Path], obs_keys: list[str]) -> None:
+    """Check that the demo files of `tasks` already in `cfg.data.dir` hold what a run loads of the demos it trains
+    on (the first `data.demos_per_task`): their actions and the observations `obs_keys` (a derived key, or the
+    key it is read from), from the files' layout, nothing loaded. Files not there yet are left to the run.
+
+    Raises:
+        LiberoError: naming the file, the demo and the dataset it lacks (as loading it would).
+    """
+    import h5py
+
+    from libero_ll.data.hdf5 import DERIVED_OBS, demo_names
+
+    for t in tasks:
+        path = task_demo_file(cfg.data.dir, t.stem)
+        if not path.exists():
+            continue
+        names = demo_names(path)[: int(cfg.data.demos_per_task)]
+        with h5py.File(path, "r") as f:
+            for name in names:
+                demo = f["data"][name]
+                if not isinstance(demo, h5py.Group):
+                    raise LiberoError(f"demo file {path}: data/{name} is not a group of datasets")
+                if "actions" not in demo:
+                    raise LiberoError(f"demo file {path}: data/{name} has no 'actions' dataset")
+                obs = demo.get("obs")
+                for key in obs_keys:
+                    if obs is None or (key not in obs and DERIVED_OBS.get(key, (key,))[0] not in obs):
+                        raise LiberoError(f"demo file {path}: data/{name}/obs has no '{key}' dataset")
+
+
 def check_demo_counts(cfg, tasks: list[Path], existing_only: bool = False, resumed: bool = False,
                       note: Callable[[str], None] | None = None) -> None:
     """Check that the demo file of each of `tasks` in `cfg.data.dir` holds at least `data.demos_per_task` demos
@@ -1158,8 +1218,9 @@ def check_components(cfg, check_init: bool = True, check_suite: bool = True, che
     try:
         coerce_config(policy_cls.config_class, policy_config(cfg))
     except LiberoError as e:
+        said = str(e).removeprefix(f"{cfg.policy.name}: ")  # a policy's own checks name it already
         raise LiberoError(
-            f"policy {cfg.policy.name}: {e} (the keys under policy.cfg go to whichever policy is chosen; those "
+            f"policy {cfg.policy.name}: {said} (the keys under policy.cfg go to whichever policy is chosen; those "
             f"under policy.by_name.NAME only to that one)"
         ) from None
     for name, keys in OmegaConf.to_container(cfg.policy.by_name, resolve=True).items():

@@ -214,7 +214,9 @@ class Learner:
         mode = self.train_cfg.compile
         if mode:
             if self._compiled_loss is None:
-                self._compiled_loss = torch.compile(fn, mode=None if mode is True else mode)
+                # Compiled for each batch shape as it comes (the full batch, an epoch's last one): a shape
+                # left symbolic could not draw the random shift's offsets (torch.randint takes concrete sizes).
+                self._compiled_loss = torch.compile(fn, mode=None if mode is True else mode, dynamic=False)
             fn = self._compiled_loss
         if self.train_cfg.precision == "bf16":
             with torch.autocast(device_type=self.policy.device.type, dtype=torch.bfloat16):

@@ -111,14 +111,24 @@ class PolicyConfig:
     def require_positive(self, names: str) -> None:
         """Check that every key named in the space-separated ``names`` is an integer of at least 1."""
         for name in names.split():
-            if int(getattr(self, name)) < 1:
-                raise self.error(f"{name} must be at least 1, got {getattr(self, name)}")
+            value = getattr(self, name)
+            try:
+                whole = not isinstance(value, bool) and int(value) == value
+            except (TypeError, ValueError):
+                whole = False
+            if not whole or int(value) < 1:
+                raise self.error(f"{name} must be a whole number of at least 1, got {value!r}")
 
     def require_fraction(self, names: str) -> None:
         """Check that every key named in ``names`` is a probability in [0, 1) (dropout rates)."""
         for name in names.split():
-            if not 0.0 <= float(getattr(self, name)) < 1.0:
-                raise self.error(f"{name} must be in [0, 1), got {getattr(self, name)}")
+            value = getattr(self, name)
+            try:
+                inside = not isinstance(value, bool) and 0.0 <= float(value) < 1.0
+            except (TypeError, ValueError):
+                inside = False
+            if not inside:
+                raise self.error(f"{name} must be a number in [0, 1), got {value!r}")
 
     def require_choice(self, name: str, allowed: Iterable[str]) -> None:
         """Check that the key ``name`` is one of ``allowed``."""

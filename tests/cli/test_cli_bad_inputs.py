@@ -367,9 +367,15 @@ def test_metrics_says_a_run_folder_does_not_exist(tmp_path, capsys):
     afile.write_text("x")
     assert refused(["metrics", str(missing)], capsys) == f"error: {missing}: no such folder (give a run directory)\n"
     assert refused(["metrics", str(afile), "--all"], capsys) == f"error: {afile}: is a file, not a run directory\n"
-    err = refused(["metrics", str(tmp_path), "--reference", str(missing)], capsys)
+    # A folder that is not a run (before: "success tensor file .../success.json does not exist").
+    assert refused(["metrics", str(tmp_path)], capsys) == (
+        f"error: {tmp_path} is not a run directory: it has no config.yaml or success.json\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("name: x\n")
+    err = refused(["metrics", str(run), "--reference", str(missing)], capsys)
     assert err == f"error: --reference {missing}: no such folder (give a run directory)\n"
-    err = refused(["metrics", str(tmp_path), "--single-task", str(tmp_path), str(missing)], capsys)
+    err = refused(["metrics", str(run), "--single-task", str(run), str(missing)], capsys)
     assert err == f"error: --single-task {missing}: no such folder (give a run directory)\n"
 
 

@@ -166,7 +166,17 @@ def test_existing_file_is_kept_unless_overwrite(reference_demos, collect_args, t
     shutil.copy(ref, tmp_path / ref.name)
     before = (tmp_path / ref.name).read_bytes()
     assert main([*collect_args, "--out", str(tmp_path)]) == 0
-    assert "exists, skipped (--overwrite to redo)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "exists, skipped (--overwrite to redo)" in out
+    assert "nothing collected: the file exists (--overwrite to redo)" in out  # before: "all 1 files exist"
+    assert (tmp_path / ref.name).read_bytes() == before
+    # Kept although it is not what was asked for: said (before, the same "exists, skipped").
+    other = [*collect_args, "--out", str(tmp_path)]
+    other[other.index("--image-size") + 1] = "24"
+    other[other.index("--demos") + 1] = str(NUM_DEMOS + 1)
+    assert main(other) == 0
+    assert (f"exists with {NUM_DEMOS} demos at 32 px, not the {NUM_DEMOS + 1} at 24 px asked for; "
+            "skipped (--overwrite to redo)") in capsys.readouterr().out
     assert (tmp_path / ref.name).read_bytes() == before
 
 

@@ -4,6 +4,7 @@ with its demo files."""
 from __future__ import annotations
 
 import json
+import os
 
 import av
 import numpy as np
@@ -144,7 +145,7 @@ def test_frames_actions_and_states_match_the_demo_files(exported, demo_dir):
 def test_cli_refuses_to_overwrite_and_replaces_only_when_asked(demo_dir, tmp_path, capsys):
     out = tmp_path / "ds"
     assert main(["export", str(demo_dir / "bowl.hdf5"), "--out", str(out), "--quiet"]) == 0
-    assert "2 episodes" in capsys.readouterr().out
+    assert "2 episodes, 21 frames, 1 task," in capsys.readouterr().out
     assert main(["export", str(demo_dir), "--out", str(out), "--quiet"]) == 2
     assert "exists" in capsys.readouterr().err
     assert json.loads((out / "meta/info.json").read_text())["total_episodes"] == 2
@@ -182,6 +183,9 @@ def test_video_settings_out_of_range_are_refused_before_writing(demo_dir, tmp_pa
         export_lerobot(demo_dir, tmp_path / "o", video=VideoOptions(crf=99))
     with pytest.raises(LiberoError, match="fps must be 1 or more"):
         export_lerobot(demo_dir, tmp_path / "o", fps=-3)
+    # A codec's name leaves the encoder to the FFmpeg build: encoders are given by their own names.
+    with pytest.raises(LiberoError, match="video codec 'h264' is not supported; use one of libsvtav1, libx264"):
+        export_lerobot(demo_dir, tmp_path / "o", video=VideoOptions(vcodec="h264"))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -237,3 +241,24 @@ def test_overwrite_replaces_only_a_dataset(demo_dir, tmp_path, monkeypatch, caps
     assert f"{note} is a file, not a folder" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "note.txt"]
     assert sorted(p.name for p in mine.iterdir()) == ["thesis.txt"]
+
+
+def test_an_empty_folder_is_written_without_overwrite(demo_dir, tmp_path, monkeypatch, capsys):
+    # An empty --out was refused ("exists; pass --overwrite"), and with --overwrite as "not a LeRobot dataset".
+    import shutil
+
+    empty = tmp_path / "empty"
+    for overwrite in ([], ["--overwrite"]):
+        empty.mkdir()
+        assert main(["export", str(demo_dir / "bowl.hdf5"), "--out", str(empty), "--quiet", *overwrite]) == 0
+        assert f"{empty}: LeRobot dataset (v3.0), 2 episodes" in capsys.readouterr().out
+        assert json.loads((empty / "meta/info.json").read_text())["total_episodes"] == 2
+        shutil.rmtree(empty)
+    # The current folder, empty: the dataset is written into it, so the shell is not left in a removed folder.
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["export", str(demo_dir / "bowl.hdf5"), "--out", ".", "--quiet"]) == 0
+    assert os.path.samefile(os.getcwd(), here) and (here / "meta/info.json").is_file()
+    assert sorted(p.name for p in here.iterdir()) == ["data", "meta", "videos"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]  # no temporary folder left beside

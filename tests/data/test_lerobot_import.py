@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import shutil
 from fractions import Fraction
 from pathlib import Path
 
@@ -80,7 +82,8 @@ def test_tasks_are_named_after_a_suites_task_files_and_keep_their_text(source, t
     assert info.bddl_file_content == (QUICKSTART / bowl.with_suffix(".bddl").name).read_text()
     assert (tmp_path / "put_the_alphabet_soup_in_the_basket.hdf5").exists()
     # A task no task file has is named, and nothing is written.
-    with pytest.raises(LiberoError, match="1 of its 2 tasks are the instruction of none"):
+    with pytest.raises(LiberoError, match=re.escape(f"1 of its 2 tasks is the instruction of none of the task "
+                                                    f"files in {QUICKSTART}, e.g.")):
         import_lerobot(dataset, tmp_path / "other", task_files=files[1:2])
     assert not (tmp_path / "other").exists()
 
@@ -96,15 +99,62 @@ def test_existing_files_are_kept_unless_overwrite(source, tmp_path):
     assert read_info(target).num_demos == 2
 
 
-def test_a_missing_video_fails_naming_it_and_leaves_nothing(source, tmp_path):
-    import shutil
-
+def test_a_missing_or_pictureless_video_fails_naming_it_and_leaves_nothing(source, tmp_path):
     _, dataset = source
     broken = tmp_path / "broken"
     shutil.copytree(dataset, broken)
     video = next((broken / "videos").rglob("*.mp4"))
     video.unlink()
     with pytest.raises(LiberoError, match=f"{video.name}: missing"):
+        import_lerobot(broken, tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    # Sound only (this ended in an IndexError).
+    with av.open(str(video), "w") as out:
+        stream = out.add_stream("aac", rate=8000)
+        sound = av.AudioFrame.from_ndarray(np.zeros((1, 1024), np.float32), format="fltp", layout="mono")
+        sound.sample_rate = 8000
+        for packet in [*stream.encode(sound), *stream.encode()]:
+            out.mux(packet)
+    with pytest.raises(LiberoError, match=f"{video.name}: holds no video stream"):
+        import_lerobot(broken, tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_bad_values_in_info_json_are_named(source, tmp_path, capsys):
+    # A text or list fps ended in a ValueError or TypeError, a null feature in an AttributeError.
+    _, dataset = source
+    broken = tmp_path / "broken"
+    shutil.copytree(dataset, broken)
+    path = broken / "meta/info.json"
+    info = json.loads(path.read_text())
+    features = info["features"]
+    for change, message in (
+        ({"fps": "twenty"}, 'fps is "twenty"; the frame rate is a number of frames per second above 0'),
+        ({"fps": [20]}, "fps is [20]; the frame rate"),
+        ({"features": {**features, "action": None}}, "feature action is null, not an object with its dtype"),
+        ({"features": {**features, "action": {"dtype": "float32", "shape": "x"}}},
+         'feature action has shape "x", not a list of sizes'),
+    ):
+        path.write_text(json.dumps({**info, **change}))
+        assert main(["import", str(broken), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {path}: {message}"), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreadable_episode_tables_are_named(source, tmp_path, capsys):
+    # A truncated meta/episodes parquet file ended in pyarrow's ArrowInvalid.
+    _, dataset = source
+    broken = tmp_path / "broken"
+    shutil.copytree(dataset, broken)
+    episodes = broken / "meta/episodes/chunk-000/file-000.parquet"
+    table = pq.read_table(episodes)
+    episodes.write_bytes(episodes.read_bytes()[:500])
+    assert main(["import", str(broken), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {episodes}: not a readable parquet file (")
+    # An episode that does not say where its frames are.
+    pq.write_table(table.drop_columns(["data/file_index"]), episodes)
+    with pytest.raises(LiberoError, match=re.escape(f"{episodes}: episode 0 has no data/file_index")):
         import_lerobot(broken, tmp_path / "out")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
@@ -217,6 +267,21 @@ def test_bad_datasets_are_named(tmp_path):
     (tmp_path / "cams/meta/info.json").write_text(json.dumps(info))
     with pytest.raises(LiberoError, match="cannot tell the agentview and wrist cameras"):
         import_lerobot(tmp_path / "cams", tmp_path / "out")
+    # An episodes.jsonl line that is not an object, and a picture that is not one: named, no traceback.
+    write_v2(tmp_path / "lines", "image")
+    with (tmp_path / "lines/meta/episodes.jsonl").open("a") as f:
+        f.write("\n[3, 4]\n")
+    with pytest.raises(LiberoError, match=r"episodes.jsonl:4: not an episode \(a JSON object\)"):
+        import_lerobot(tmp_path / "lines", tmp_path / "out")
+    write_v2(tmp_path / "pngs", "image")
+    frames_0 = tmp_path / "pngs/data/chunk-000/episode_000000.parquet"
+    table = pq.read_table(frames_0)
+    garbage = pa.array([{"bytes": b"not a png", "path": None}] * table.num_rows)
+    pq.write_table(table.set_column(table.column_names.index("observation.images.image"),
+                                    "observation.images.image", garbage), frames_0)
+    with pytest.raises(LiberoError, match="episode 0: an image of observation.images.image is not a readable "
+                                          "picture"):
+        import_lerobot(tmp_path / "pngs", tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
@@ -229,7 +294,11 @@ def test_cli_imports_and_checks_its_arguments(tmp_path, capsys):
     assert "name both cameras" in capsys.readouterr().err
     assert main(["import", str(tmp_path / "v2"), "--out", str(tmp_path / "o3"), "--quiet",
                  "--agentview", "observation.images.image", "--wrist", "observation.state"]) == 2
-    assert "not camera features" in capsys.readouterr().err
+    # Said with the options, not as a dict of our camera keys.
+    assert capsys.readouterr().err == (
+        f"error: --wrist observation.state is not a camera feature of {tmp_path / 'v2'}; its camera features: "
+        "observation.images.image, observation.images.wrist_image\n"
+    )
 
 
 def test_verify_says_an_imported_demo_has_nothing_to_replay(source, tmp_path, capsys):
@@ -290,6 +359,30 @@ def test_a_dataset_of_several_suites_is_imported_one_suite_at_a_time(source, tmp
     assert main(["import", str(dataset), "--out", str(tmp_path / "o3"), "--suite", "quickstart", "--skip-unknown",
                  "--quiet"]) == 0
     assert "left out" not in capsys.readouterr().out
+    # A suite given as a folder of one of the two tasks; the counts of one in the singular.
+    suite = tmp_path / "bowl_suite"
+    suite.mkdir()
+    shutil.copy(bowl_only[0], suite)
+    assert main(["import", str(dataset), "--out", str(tmp_path / "o4"), "--suite", str(suite), "--skip-unknown",
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"left out: 3 episodes of 1 task that suite {suite} does not have" in out
+    assert "2 episodes, 21 frames of a LeRobot dataset (v3.0) in 1 demo file," in out
+
+
+def test_suite_messages_name_the_suite_and_where_its_task_files_are(source, tmp_path, capsys):
+    # They said "the task files" without naming the suite.
+    _, dataset = source
+    folder = QUICKSTART.parent / "libero_object"
+    assert main(["import", str(dataset), "--out", str(tmp_path / "o"), "--suite", "libero_object", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert (f"error: {dataset}: 2 of its 2 tasks are the instruction of none of the task files of suite "
+            f"libero_object (in {folder}), e.g. 'put the black bowl on the plate'") in err
+    assert main(["import", str(dataset), "--out", str(tmp_path / "o"), "--suite", "libero_object", "--skip-unknown",
+                 "--quiet"]) == 2
+    assert capsys.readouterr().err == (f"error: {dataset}: none of its 2 tasks is the instruction of one of the task "
+                                       f"files of suite libero_object (in {folder})\n")
+    assert not (tmp_path / "o").exists()
 
 
 def test_episodes_spread_over_several_data_and_video_files(source, tmp_path):

@@ -298,7 +298,7 @@ def test_unfinished_runs_are_left_out_and_named_unless_asked_for(tmp_path, capsy
     out = tmp_path / "report"
     assert main(["report", str(done), str(paused), "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert f"left out {paused}: unfinished, 1 of 2 stages ended" in printed and "(1 runs;" in printed
+    assert f"left out {paused}: unfinished, 1 of 2 stages ended" in printed and "(1 run;" in printed
     assert [r["run_dir"] for r in read_csv(out / "runs.csv")] == [str(done.resolve())]
     note = f"Left out, unfinished (--unfinished reports them as they stand): {paused.resolve()} (1 of 2 stages ended)."
     assert note in (out / "report.md").read_text()

@@ -62,7 +62,7 @@ def test_a_run_killed_before_its_first_evaluation_is_left_out_and_named(tmp_path
         assert main(["report", f"{done}/", f"{killed}/", "-o", str(out), *extra]) == 0, extra
         printed = capsys.readouterr().out
         assert f"left out {killed}: unfinished, no evaluation saved yet (no success.json)" in printed, printed
-        assert "(1 runs;" in printed
+        assert "(1 run;" in printed
         assert run_dirs_of(out) == [str(done.resolve())]
         md = (out / "report.md").read_text()
         assert "no evaluation saved yet" in md and str(killed.resolve()) in md

@@ -81,6 +81,10 @@ def test_settings_out_of_range_fail_before_any_work(tmp_path, capsys):
         # Before: torch's "Overflow when unpacking long long" traceback when the run seeded its generators.
         ("seed=18446744073709551616", "seed must be a whole number from 0 to 2**63-1, got 18446744073709551616"),
         ("eval.init_seed=9223372036854775808", "eval.init_seed must be a whole number from 0 to 2**63-1"),
+        # Before: a ValueError traceback from int('abc'); the policy was named twice in other policy errors.
+        ("policy.cfg.embed_size=abc", "error: policy resnet_t: embed_size must be a whole number of at least 1, "
+                                      "got 'abc'"),
+        ("policy.cfg.dropout=x", "error: policy resnet_t: dropout must be a number in [0, 1), got 'x'"),
     ]
     for override, message in cases:
         argv = ["train", smoke, override, f"output_dir={tmp_path / 'runs'}", f"data.dir={tmp_path / 'data'}"]
@@ -107,6 +111,25 @@ def test_collect_dry_run_prints_success(capsys, bowl_task):
     assert main(["collect", "--task", str(bowl_task), "--demos", "2", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "put_the_black_bowl_on_the_plate: expert success 100% (2/2)" in out
+
+
+def test_collect_says_once_what_a_ctrl_c_keeps(tmp_path, capsys, bowl_task, monkeypatch):
+    """One line for one Ctrl-C, saying what is kept (before: that line, then a bare "interrupted")."""
+    import libero_ll.data.collect
+
+    def interrupted(pairs, demos, *args, progress, **kwargs):
+        progress(pairs[0][0].stem, 1, demos)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(libero_ll.data.collect, "collect", interrupted)
+    assert main(["collect", "--task", str(bowl_task), "--demos", "2", "--out", str(tmp_path / "d")]) == 130
+    out, err = capsys.readouterr()
+    assert "interrupted" not in out
+    assert err.count("interrupted") == 1
+    assert err.splitlines()[-1] == (
+        "interrupted: the demos settled so far are kept; run the same command again to continue")
+    assert main(["collect", "--task", str(bowl_task), "--demos", "2", "--dry-run"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == "interrupted"
 
 
 def test_bad_components_fail_before_any_work(tmp_path, capsys):

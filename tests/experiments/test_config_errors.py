@@ -62,6 +62,20 @@ def test_a_file_of_the_wrong_shape_or_bad_defaults_is_named(tmp_path, text, says
 
 
 @pytest.mark.parametrize(
+    "text, says",
+    [
+        # Before: only "while parsing a flow sequence" and "while constructing a mapping", with no line.
+        ("name: x\ntrain:\n  epochs: [1\n", "not valid YAML: expected ',' or ']', but got '<stream end>' at line 4, "
+                                            "column 1"),
+        ("eval:\n  every: 1\n  every: 2\n", "not valid YAML: found duplicate key every at line 3, column 3"),
+    ],
+)
+def test_invalid_yaml_says_what_is_wrong_and_where(tmp_path, text, says):
+    path = config_file(tmp_path, text)
+    assert refused(path) == f"{path}: {says}"
+
+
+@pytest.mark.parametrize(
     "where, value",
     [("file", "${nosuch}"), ("override", "${nosuch}"), ("file", "${eval.rollout}"), ("override", "${name}")],
 )

@@ -1,7 +1,8 @@
 """What `libero-ll train` refuses, and how it stops: a run folder in use by another process, a run whose saved
 state is gone, too few demos, a device or name that cannot be, a config.yaml edited under a run, a damaged
-file of a run; SIGTERM taken as Ctrl-C. Every refusal is an `error: ...` line (exit 2) that leaves the run's
-files as they were."""
+file of a run; SIGTERM taken as Ctrl-C, and what either says is kept; demo files that do not fit, found before
+the run's folder is made. Every refusal is an `error: ...` line (exit 2) that leaves the run's files as they were
+(a folder the refused call made itself is not left behind)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -262,7 +264,7 @@ def test_resume_allows_what_another_machine_changes(run_copy, capsys):
     assert (run_copy / "final_policy.pt").exists()
 
 
-# --- 6. SIGTERM ------------------------------------------------------------------------------------------------
+# --- 6. SIGTERM and Ctrl-C --------------------------------------------------------------------------------------
 
 
 class _Killed(Exception):
@@ -296,3 +298,158 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, smoke_data, monkeypatch, c
     assert json.loads((run_dir / "progress.json").read_text())["epoch"] == 1
     monkeypatch.setattr(lifelong, "write_json", write_json)
     assert main(["train", "--resume", str(run_dir)]) == 0
+
+
+def test_ctrl_c_says_the_run_is_kept_and_the_command_that_continues_it(tmp_path, smoke_data):
+    """A real Ctrl-C (SIGINT) in mid-run: the state is saved, and the message says so with the exact command that
+    goes on (before: a bare "interrupted")."""
+    runs = tmp_path / "runs"
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
+    cmd = [sys.executable, "-m", "libero_ll.cli", "train", SMOKE, f"output_dir={runs}", f"data.dir={smoke_data}",
+           "train.epochs=500", "eval.max_steps=4", "eval.init_states=1", "language_encoder=task_id"]
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "wb") as err:
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None and not _trained_an_epoch(runs):
+            time.sleep(0.2)
+        assert proc.poll() is None, errors.read_text()[-3000:]
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = errors.read_text()
+    assert proc.returncode == 130, text[-3000:]
+    run_dir = next(runs.iterdir())
+    assert text.splitlines()[-1] == (f"interrupted: the run is saved at its last completed epoch; continue it with "
+                                     f"libero-ll train --resume {run_dir}")
+    assert "Traceback" not in text
+    assert (run_dir / "resume.pt").exists()
+    assert (run_dir / "log.txt").read_text().rstrip().splitlines()[-1].endswith(" stopped: KeyboardInterrupt")
+
+
+def _trained_an_epoch(runs: Path) -> bool:
+    for progress in runs.glob("*/progress.json"):
+        try:
+            return json.loads(progress.read_text())["epoch"] >= 1
+        except (OSError, ValueError, KeyError):
+            return False
+    return False
+
+
+def test_sigterm_after_the_run_has_ended_says_it_has_ended(run_copy, monkeypatch, capsys):
+    """A signal that comes once the final policy is written (a scheduler's time limit, say) does not send the
+    user to resume a run that has ended."""
+    save = lifelong.atomic_torch_save
+
+    def terminate_after_the_final_policy(obj, path):
+        save(obj, path)
+        if Path(path).name == "final_policy.pt":
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def killed(signum, frame):
+        raise _Killed()
+
+    monkeypatch.setattr(lifelong, "atomic_torch_save", terminate_after_the_final_policy)
+    previous = signal.signal(signal.SIGTERM, killed)
+    try:
+        assert main(["train", "--resume", str(run_copy)]) == 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"terminated after the run had ended: its results are in {run_copy} (libero-ll metrics {run_copy}); "
+        f"there is nothing to resume")
+
+
+def test_what_a_stopped_run_is_told_follows_what_its_folder_holds(tmp_path):
+    from libero_ll.cli.train import stopped_line
+
+    began = "interrupted before the run began; run the same command again to start it"
+    assert stopped_line("interrupted", None) == began
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("{}")
+    assert stopped_line("interrupted", run_dir) == (
+        f"interrupted before the run's first save: nothing it trained is kept (demos it collected are); start it "
+        f"again with libero-ll train --resume {run_dir}")
+    (run_dir / "resume.pt").write_bytes(b"")
+    (run_dir / "progress.json").write_text('{"stage": 1, "phase": "train", "epoch": 3, "stages": 2}')
+    assert stopped_line("terminated", run_dir) == (
+        f"terminated: the run is saved at its last completed epoch; continue it with libero-ll train --resume "
+        f"{run_dir}")
+    (run_dir / "progress.json").write_text('{"stage": 2, "phase": "start", "epoch": 0, "stages": 2}')
+    assert stopped_line("interrupted", run_dir) == (
+        f"interrupted as the run ended, before its final policy was written; libero-ll train --resume {run_dir} "
+        f"writes it, training nothing again")
+    (run_dir / "final_policy.pt").write_bytes(b"")
+    ended = stopped_line("interrupted", run_dir)
+    assert ended.startswith(f"interrupted after the run had ended: its results are in {run_dir}")
+
+
+# --- 7. demo files that do not fit, and errors found once the run folder is made --------------------------------
+
+
+def _unfit_demos(smoke_data: Path, folder: Path, problem: str) -> Path:
+    """A copy of the smoke demos with one problem: images of 64 px (the preset wants 32), or a dataset missing."""
+    import h5py
+
+    data = Path(shutil.copytree(smoke_data, folder))
+    second = data / "put_the_black_bowl_on_the_plate.hdf5"
+    for path in sorted(data.glob("*.hdf5")):
+        with h5py.File(path, "r+") as f:
+            for demo in f["data"].values():
+                if problem == "64 px":
+                    for key in ("agentview_rgb", "eye_in_hand_rgb"):
+                        images = demo["obs"][key][()]
+                        del demo["obs"][key]
+                        demo["obs"][key] = images.repeat(2, axis=1).repeat(2, axis=2)
+            if path == second and problem == "no agentview":
+                del f["data/demo_1/obs/agentview_rgb"]
+            if path == second and problem == "no actions":
+                del f["data/demo_0/actions"]
+    return data
+
+
+@pytest.mark.parametrize("problem, message", [
+    ("64 px", "put_the_alphabet_soup_in_the_basket.hdf5: images are 64x64 but env.image_size is 32; set "
+              "env.image_size=64"),
+    ("no agentview", "put_the_black_bowl_on_the_plate.hdf5: data/demo_1/obs has no 'agentview_rgb' dataset"),
+    ("no actions", "put_the_black_bowl_on_the_plate.hdf5: data/demo_0 has no 'actions' dataset"),
+])
+def test_demo_files_that_do_not_fit_leave_no_run_folder(problem, message, tmp_path, smoke_data, capsys):
+    """Found before the run's folder is made (before: a folder with config.yaml, log.txt and an empty
+    checkpoints/ was left, which report listed as an unfinished run and --resume failed on again)."""
+    data = _unfit_demos(smoke_data, tmp_path / "data", problem)
+    runs = tmp_path / "runs"
+    assert main(["train", SMOKE, f"output_dir={runs}", f"data.dir={data}", *FAST]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: ") and message in err
+    assert "run directory:" not in out
+    assert not runs.exists()
+
+
+def test_an_error_found_once_the_run_folder_is_made_removes_that_folder_only(
+        tmp_path, smoke_data, smoke_envs, make_smoke_config, stop_run, monkeypatch, capsys):
+    """A problem that shows only once the run has its folder removes the folder this call made while it holds no
+    saved state, and says so; a folder an earlier session made (continued with --resume) is kept."""
+    from libero_ll.errors import LiberoError
+
+    earlier = stop_run(make_smoke_config(tmp_path / "b", smoke_data, *FAST), "stage 1/2", smoke_envs)
+
+    def no_states(*args):
+        raise LiberoError("no initial states")
+
+    monkeypatch.setattr(lifelong, "_init_states", no_states)
+    runs = tmp_path / "runs"
+    assert main(["train", SMOKE, f"output_dir={runs}", f"data.dir={smoke_data}", *FAST]) == 2
+    out, err = capsys.readouterr()
+    made = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("run directory: "))
+    assert err.splitlines()[-1] == f"error: no initial states (nothing of the run is kept: {made} is removed)"
+    assert list(runs.iterdir()) == []
+
+    assert main(["train", "--resume", str(earlier)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "error: no initial states"
+    assert (earlier / "config.yaml").exists() and (earlier / "log.txt").exists()

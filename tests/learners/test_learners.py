@@ -381,6 +381,20 @@ def test_compiled_loss_matches_the_eager_one():
         assert torch.allclose(a, b, rtol=1e-3, atol=1e-5)
 
 
+@pytest.mark.slow
+def test_a_compiled_loss_takes_a_second_batch_size_with_the_random_shift():
+    # An epoch's last, smaller batch made torch.compile recompile with the batch size left symbolic, and the
+    # random shift's torch.randint(..., (2, b)) then failed in dynamo: train.compile=true crashed every run.
+    torch.manual_seed(0)
+    policy = make_policy("resnet_t", {**TINY, "dropout": 0.0, "augment_shift": True, "augment_jitter": False}, META)
+    learner = make_learner("seql", policy, TrainConfig(epochs=1, batch_size=6, compile=True), {})
+    data = _task(0)
+    learner.start_task(0, data)
+    dataset = SequenceDataset([data], 4, ["agentview_rgb", "gripper_states"])
+    for size in (6, 4, 6):
+        assert np.isfinite(float(learner.observe(dataset.get_batch(np.arange(size)))))
+
+
 @pytest.mark.parametrize("key, value", [("precision", "fp16"), ("compile", "fastest"), ("compile", 1)])
 def test_precision_and_compile_values_are_checked(key, value):
     with pytest.raises(LiberoError, match=f"train.{key}"):

@@ -229,7 +229,7 @@ def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, al
 
     html_body = [
         "<h1>Lifelong-learning report</h1>",
-        f'<p class="note">{len(measured)} runs, {len(groups)} methods; generated '
+        f'<p class="note">{_count(len(measured), "run")}, {_count(len(groups), "method")}; generated '
         f"{datetime.now().strftime('%Y-%m-%d %H:%M')}"
         + (f"; command: <code>{html.escape(command)}</code>" if command else "")
         + "</p>",
@@ -239,7 +239,7 @@ def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, al
     if singles:
         listed = ", ".join(html.escape(str(s.path)) for s in singles)
         html_body.append(f'<p class="note">single-task runs (forward transfer): {listed}</p>')
-    md = ["# Lifelong-learning report", "", f"{len(measured)} runs, {len(groups)} methods.", ""]
+    md = ["# Lifelong-learning report", "", f"{_count(len(measured), 'run')}, {_count(len(groups), 'method')}.", ""]
     if command:
         md += [f"Command: `{command}`", ""]
     for note in notes:
@@ -337,3 +337,8 @@ def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, al
     (tmp / "report.html").write_text(
         render.page_html("Lifelong-learning report", html_body), encoding="utf-8"
     )
+
+
+def _count(n: int, noun: str) -> str:
+    """ "1 run", "2 runs"."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
