@@ -550,12 +550,16 @@ def collect_task(
     *,
     workers: int = 1,
     max_attempts: int = MAX_ATTEMPTS,
+    overwrite: bool = False,
 ) -> CollectStats:
     """Collect `num_demos` successful expert demos of one task into `out_path` (None: dry run).
 
-    A file already at `out_path` is replaced; an interrupted earlier call with the same settings is
-    resumed. See `collect` for the arguments and errors.
+    A file already at `out_path` is an error unless `overwrite` (then it is replaced once the new one is
+    complete), as with `libero-ll collect`; an interrupted earlier call with the same settings is resumed.
+    See `collect` for the other arguments and errors.
     """
+    if out_path is not None and Path(out_path).exists() and not overwrite:
+        raise LiberoError(f"{out_path} exists; pass overwrite=True to replace it")
     return collect(
         [(task_file, out_path)], num_demos, seed, env_config, max_steps,
         workers=workers, max_attempts=max_attempts, overwrite=True, progress=progress,

@@ -169,6 +169,8 @@ def _door_key(scene: SceneTemplate, region: str) -> tuple[str, str] | None:
 
 
 def _articulated(scene: SceneTemplate, target: str, kinds: tuple[str, ...]) -> str:
+    if target not in scene.instances and scene.split_region(target) is None:
+        scene.require(target, "target")  # not in the scene at all: said so, with what is
     part = joint_part(scene, target)
     if part is None or part.joint.kind not in kinds:
         raise LiberoError(f"{target!r} has no {' or '.join(kinds)} to act on")

@@ -126,7 +126,11 @@ def build_task(req: TaskRequest) -> GeneratedTask:
         init=init,
         goal=And(goal),
     )
-    return GeneratedTask(name, spec, write_string(spec))
+    try:
+        text = write_string(spec)
+    except LiberoError as e:  # an instruction or a number a task file cannot hold: said of the task
+        raise LiberoError(f"{req.where}{e}") from None
+    return GeneratedTask(name, spec, text)
 
 
 # ---------------------------------------------------------------------- the generator YAML
@@ -208,7 +212,10 @@ def parse_plan(data, where: str = "") -> SuitePlan:
         raise LiberoError(f"{where}give 'scene' or 'scenes', not both")
     listed = _list(data, "scenes", where, "[KITCHEN_SCENE1, KITCHEN_SCENE2]")
     scenes = [_scene_ref(s, where) for s in (listed or ([data["scene"]] if "scene" in data else []))]
-    plan = SuitePlan(str(data.get("suite", "generated")))
+    suite = data.get("suite", "generated")
+    if not isinstance(suite, str) or not suite.strip():
+        raise LiberoError(f"{where}suite: expected a name, got {suite!r}")
+    plan = SuitePlan(suite)
     for i, task in enumerate(_list(data, "tasks", where, "[{goal: [{turn_on: flat_stove_1}]}]")):
         at = f"{where}tasks[{i}]: "
         if not isinstance(task, dict):
@@ -219,8 +226,10 @@ def parse_plan(data, where: str = "") -> SuitePlan:
         if "goal" not in task:
             raise LiberoError(f"{at}missing key 'goal'")
         name = _task_name(task.get("name"), at)
-        if task.get("language") is not None and not isinstance(task["language"], str):
-            raise LiberoError(f"{at}language: expected a sentence, got {task['language']!r}")
+        language = task.get("language")
+        if language is not None and (not isinstance(language, str) or not language.strip()):
+            raise LiberoError(f"{at}language: expected a sentence (or no language: the templates' words), "
+                              f"got {language!r}")
         if "scene" in task:
             scene = _scene_ref(task["scene"], at)
         else:

@@ -355,6 +355,19 @@ def load_yaml(text: str):
     }
     _Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
                                   list("tTfF"))
+
+    def mapping(loader, node, deep=False):
+        # A key written twice is an error (PyYAML keeps the last silently: a second `scene:` changed the task).
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    _Loader.construct_mapping = mapping
     return yaml.load(text, Loader=_Loader)
 
 

@@ -180,6 +180,19 @@ def test_existing_file_is_kept_unless_overwrite(reference_demos, collect_args, t
     assert (tmp_path / ref.name).read_bytes() == before
 
 
+def test_collect_task_keeps_an_existing_file_unless_told(reference_demos, bowl_task, tmp_path):
+    # The Python call replaced a file already there without a word (a notebook cell run again lost its demos).
+    from libero_ll.data.collect import collect_task
+
+    ref, _ = reference_demos
+    path = tmp_path / ref.name
+    shutil.copy(ref, path)
+    before = path.read_bytes()
+    with pytest.raises(LiberoError, match="exists; pass overwrite=True to replace it"):
+        collect_task(bowl_task, path, 1, seed=5)
+    assert path.read_bytes() == before
+
+
 def test_unfinished_collection_with_other_settings_is_not_mixed_in(reference_demos, collect_args, tmp_path,
                                                                    capsys):
     ref, _ = reference_demos

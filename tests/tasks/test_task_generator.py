@@ -130,6 +130,12 @@ _STOVE = [{"turn_on": "flat_stove_1"}]
          "tasks[0]: the steps leave flat_stove_1 both on and off"),
         ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "place": {"moka_pot_1": {"on": "moka_pot_1"}}}]},
          "tasks[0]: moka_pot_1: it would stand on or in itself (moka_pot_1 -> moka_pot_1)"),
+        # Before: "has no knob to act on" for an instance the scene does not have.
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": [{"turn_on": "stove_9"}]}]},
+         "tasks[0]: goal[0]: turn_on: scene KITCHEN_SCENE3: target 'stove_9' is not an instance of the scene"),
+        # Before: said without the task.
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "language": "turn (on) the stove)"}]},
+         "tasks[0]: cannot write the instruction 'turn (on) the stove)': its parentheses are unbalanced"),
         # A task's own changes are named as the task's, not as the scene's.
         ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "joints": {"ghost_1": "open"}}]},
          "tasks[0]: joints: 'ghost_1' has no drawer, door or knob"),
@@ -158,10 +164,13 @@ def test_bad_specs_name_what_is_wrong(data, needle):
         ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "remove": "moka_pot_1"}]},
          "remove: expected a list"),
         ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "name": 5}]}, "name: expected a plain name"),
+        # Before: an empty instruction silently became the templates', and a list a suite named "['a']".
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "language": " "}]}, "language: expected a sentence"),
+        ({"suite": ["a"], "scene": "KITCHEN_SCENE3", "count": 1}, "suite: expected a name, got ['a']"),
     ],
 )
 def test_wrongly_typed_spec_values_name_their_key(data, needle):
-    with pytest.raises(LiberoError, match=needle):
+    with pytest.raises(LiberoError, match=re.escape(needle)):
         parse_plan(data, where="spec.yaml: ")
 
 
@@ -335,7 +344,10 @@ def test_cli_generate_names_an_unreadable_spec(tmp_path, capsys):
 
     (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00junk")
     (tmp_path / "broken.yaml").write_text("suite: mine\ntasks: [a,\n  b: 2\n")
+    # Before: the second `scene:` silently won.
+    (tmp_path / "twice.yaml").write_text("suite: s\nscene: KITCHEN_SCENE3\nscene: KITCHEN_SCENE1\ncount: 1\n")
     for name, message in (("binary.yaml", "binary.yaml: not a text file"), ("broken.yaml", "broken.yaml:4:1: not valid YAML"),
+                          ("twice.yaml", "twice.yaml:3:1: not valid YAML (found duplicate key 'scene')"),
                           (".", "a folder, not a generator YAML file")):
         assert main(["generate", str(tmp_path / name), "--out", str(tmp_path / "o")]) == 2
         assert message in capsys.readouterr().err
