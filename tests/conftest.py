@@ -38,6 +38,35 @@ def soup_env():
     env.close()
 
 
+@pytest.fixture
+def signal_once(tmp_path):
+    """A function that runs a command in `tmp_path` (stdout dropped, stderr kept), sends it signal `sig` once
+    `ready()` holds (within 300 s; the command must still be running then), and returns its exit status and
+    what it wrote to stderr. The process is killed if the test fails first."""
+    import signal
+    import subprocess
+    import time
+
+    def run(cmd: list[str], env: dict, ready, sig: int = signal.SIGINT) -> tuple[int, str]:
+        errors = tmp_path / "stderr.txt"
+        with open(errors, "wb") as err:
+            proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline = time.time() + 300
+            while time.time() < deadline and proc.poll() is None and not ready():
+                time.sleep(0.2)
+            assert proc.poll() is None, errors.read_text()[-3000:]
+            proc.send_signal(sig)
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        return proc.returncode, errors.read_text()
+
+    return run
+
+
 @pytest.fixture(autouse=True, scope="session")
 def one_torch_thread():
     # Tiny test models gain nothing from a second thread, and with the simulator on the other core a

@@ -6,13 +6,13 @@ the run's folder is made. Every refusal is an `error: ...` line (exit 2) that le
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -271,6 +271,20 @@ class _Killed(Exception):
     """What SIGTERM raises in this test when `train` does not handle it (the test process must not die)."""
 
 
+@contextlib.contextmanager
+def _sigterm_raises_killed():
+    """SIGTERM raises _Killed in this process meanwhile (unless `train` handles it); the handler it had after."""
+
+    def killed(signum, frame):
+        raise _Killed()
+
+    previous = signal.signal(signal.SIGTERM, killed)
+    try:
+        yield killed
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, smoke_data, monkeypatch, capsys):
     runs = tmp_path / "runs"
     write_json = lifelong.write_json
@@ -280,16 +294,10 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, smoke_data, monkeypatch, c
         if path.name == "progress.json" and obj["phase"] == "train" and obj["epoch"] == 1:
             os.kill(os.getpid(), signal.SIGTERM)
 
-    def killed(signum, frame):
-        raise _Killed()
-
     monkeypatch.setattr(lifelong, "write_json", terminate_after_epoch_1)
-    previous = signal.signal(signal.SIGTERM, killed)
-    try:
+    with _sigterm_raises_killed() as killed:
         rc = main(["train", SMOKE, f"output_dir={runs}", f"data.dir={smoke_data}", *FAST])
         assert signal.getsignal(signal.SIGTERM) is killed  # train's own handler is gone again
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     assert rc == 143
     run_dir = next(runs.iterdir())
     assert "terminated: the run is saved at its last completed epoch" in capsys.readouterr().err
@@ -300,29 +308,15 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, smoke_data, monkeypatch, c
     assert main(["train", "--resume", str(run_dir)]) == 0
 
 
-def test_ctrl_c_says_the_run_is_kept_and_the_command_that_continues_it(tmp_path, smoke_data):
+def test_ctrl_c_says_the_run_is_kept_and_the_command_that_continues_it(tmp_path, smoke_data, signal_once):
     """A real Ctrl-C (SIGINT) in mid-run: the state is saved, and the message says so with the exact command that
     goes on (before: a bare "interrupted")."""
     runs = tmp_path / "runs"
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
     cmd = [sys.executable, "-m", "libero_ll.cli", "train", SMOKE, f"output_dir={runs}", f"data.dir={smoke_data}",
            "train.epochs=500", "eval.max_steps=4", "eval.init_states=1", "language_encoder=task_id"]
-    errors = tmp_path / "stderr.txt"
-    with open(errors, "wb") as err:
-        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline and proc.poll() is None and not _trained_an_epoch(runs):
-            time.sleep(0.2)
-        assert proc.poll() is None, errors.read_text()[-3000:]
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    text = errors.read_text()
-    assert proc.returncode == 130, text[-3000:]
+    rc, text = signal_once(cmd, env, lambda: _trained_an_epoch(runs))
+    assert rc == 130, text[-3000:]
     run_dir = next(runs.iterdir())
     assert text.splitlines()[-1] == (f"interrupted: the run is saved at its last completed epoch; continue it with "
                                      f"libero-ll train --resume {run_dir}")
@@ -350,15 +344,9 @@ def test_sigterm_after_the_run_has_ended_says_it_has_ended(run_copy, monkeypatch
         if Path(path).name == "final_policy.pt":
             os.kill(os.getpid(), signal.SIGTERM)
 
-    def killed(signum, frame):
-        raise _Killed()
-
     monkeypatch.setattr(lifelong, "atomic_torch_save", terminate_after_the_final_policy)
-    previous = signal.signal(signal.SIGTERM, killed)
-    try:
+    with _sigterm_raises_killed():
         assert main(["train", "--resume", str(run_copy)]) == 143
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"terminated after the run had ended: its results are in {run_copy} (libero-ll metrics {run_copy}); "
         f"there is nothing to resume")

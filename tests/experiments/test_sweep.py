@@ -255,7 +255,7 @@ def test_a_sigterm_while_ray_starts_stops_as_the_process_says():
 
 
 @pytest.mark.slow  # about a minute: a local Ray started, a run begun, stopped and continued
-def test_a_sweep_stopped_by_sigterm_says_so_and_its_runs_resume(tmp_path, smoke_data):
+def test_a_sweep_stopped_by_sigterm_says_so_and_its_runs_resume(tmp_path, smoke_data, signal_once):
     """`kill` or `timeout` stop a sweep as Ctrl-C does: a short message naming the command that continues it,
     exit status 143 (128 + SIGTERM), not Ray's signal dump; the runs it started are left to resume."""
     sweep_file = write_sweep(tmp_path, "grid: {learner.name: [seql, er]}\nseeds: [5]\nresources: {cpus: 1}\n")
@@ -263,23 +263,9 @@ def test_a_sweep_stopped_by_sigterm_says_so_and_its_runs_resume(tmp_path, smoke_
     overrides = [f"data.dir={smoke_data}", "train.epochs=200", "eval.max_steps=4", "eval.init_states=1",
                  "language_encoder=task_id", "tasks=[put_the_alphabet_soup_in_the_basket]"]
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
-    errors = tmp_path / "stderr.txt"
-    with open(errors, "wb") as err:
-        proc = subprocess.Popen(_sweep_cmd(sweep_file, out, *overrides), cwd=tmp_path, env=env,
-                                stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline and proc.poll() is None and not list(out.glob("*/progress.json")):
-            time.sleep(0.2)
-        assert proc.poll() is None, errors.read_text()[-3000:]
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    text = errors.read_text()
-    assert proc.returncode == 143, text[-3000:]
+    rc, text = signal_once(_sweep_cmd(sweep_file, out, *overrides), env, lambda: list(out.glob("*/progress.json")),
+                           signal.SIGTERM)
+    assert rc == 143, text[-3000:]
     command = shlex.join(["libero-ll", "sweep", str(sweep_file), "-o", str(out), *overrides])
     assert text.splitlines()[-1] == (
         f"terminated: each run is saved at its last completed epoch; continue the sweep with {command}")
