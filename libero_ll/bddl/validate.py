@@ -404,26 +404,15 @@ class _Validator:
                 f"it is never {spelled} anything",
             )
             return
-        if a in self.spec.fixtures and support in self.spec.objects:
-            what = f"the object '{b}'"
-            if where_kind != "instance":
-                what = f"'{b}', a region of the object '{support}'"
+        if (a in self.spec.fixtures and support in self.spec.objects) or (p.name == "in" and self.is_fixture(a)):
+            # Welded to the world, a fixture stands on the workspace or on another fixture; nor is it ever In a
+            # container: In needs contact, and the simulator reports none between two welded things.
+            kind = "object" if support in self.spec.objects else "fixture"
+            what = f"the {kind} '{b}'" if where_kind == "instance" else f"'{b}', a region of the {kind} '{support}'"
             self.add(
                 self.arg_loc(p, 0),
                 f"'{a}' is a fixture, welded to the world, and cannot be {spelled} {what}; "
                 "fixtures stand on the workspace or on other fixtures",
-            )
-            return
-        if p.name == "in" and self.is_fixture(a):
-            # Placement would weld it inside the container, and In never holds of two welded things: the
-            # simulator reports no contact between them.
-            what = f"the fixture '{b}'"
-            if where_kind != "instance":
-                what = f"'{b}' (region {site} of the {self.instances[support]} '{support}')"
-            self.add(
-                self.arg_loc(p, 0),
-                f"'{a}' is a fixture, welded to the world, and cannot be In {what}: only objects go In a "
-                "container; fixtures stand On the workspace",
             )
             return
         region = self.spec.regions.get(b)

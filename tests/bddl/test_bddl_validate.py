@@ -456,9 +456,8 @@ def test_a_longer_cycle_through_regions_names_every_instance():
 def test_a_fixture_is_never_in_a_container():
     # Placement would weld the stove inside the drawer, and In never holds of two welded things (the simulator
     # reports no contact between them). Told by the :fixtures section, or by the facts where they are given.
-    message = ("'stove_1' is a fixture, welded to the world, and cannot be In 'cabinet_1_top_region' (region "
-               "top_region of the wooden_cabinet 'cabinet_1'): only objects go In a container; fixtures stand On "
-               "the workspace")
+    message = ("'stove_1' is a fixture, welded to the world, and cannot be In 'cabinet_1_top_region', a region of "
+               "the fixture 'cabinet_1'; fixtures stand on the workspace or on other fixtures")
     init = with_stove(variant(CLOSE_INIT, CLOSE_INIT + " (In stove_1 cabinet_1_top_region)"))
     goal = with_stove(variant(IN_GOAL, "(In stove_1 cabinet_1_top_region)"))
     for text, line, col in ((init, 14, 78), (goal, 15, 19)):
