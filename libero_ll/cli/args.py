@@ -7,6 +7,7 @@ import math
 import os
 from pathlib import Path
 
+from libero_ll import MAX_SEED
 from libero_ll.paths import file_in_the_way
 
 
@@ -51,8 +52,6 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
-# numpy's generators take no negative seed; files store seeds as 64-bit integers.
-MAX_SEED = 2**63 - 1
 SEED = at_least(0, MAX_SEED)
 
 

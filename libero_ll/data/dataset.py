@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from libero_ll.data.hdf5 import read_demos
+from libero_ll.errors import LiberoError
 
 
 def host_to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
@@ -71,11 +72,24 @@ def load_task_data(
     if emb.ndim != 1:
         raise ValueError(f"task_emb must be a (D,) vector, got shape {emb.shape}")
     demos = []
-    for demo in read_demos(path, obs_keys=list(obs_keys), max_demos=max_demos):
+    for number, demo in enumerate(read_demos(path, obs_keys=list(obs_keys), max_demos=max_demos)):
         entry = {key: demo.obs[key] for key in obs_keys}
         entry["actions"] = demo.actions
+        _check_finite(path, number, entry)
         demos.append(entry)
     return TaskData(task_id=int(task_id), demos=demos, task_emb=emb)
+
+
+def _check_finite(path, number: int, entry: dict[str, np.ndarray]) -> None:
+    """Refuse a demo whose actions or low-dim observations hold NaN or infinity (a file written or imported
+    elsewhere): one such number makes every training loss NaN from the first step on."""
+    for key, arr in entry.items():
+        if np.issubdtype(arr.dtype, np.floating) and not np.isfinite(arr).all():
+            step = int(np.argwhere(~np.isfinite(arr))[0][0])
+            raise LiberoError(
+                f"demo file {path}: demo {number} (counting from 0, in index order) has NaN or infinite "
+                f"'{key}' at step {step}; training on it would make the loss NaN: fix or remake the file"
+            )
 
 
 # Steps from a closing of the fingers on that still count as part of the grasp (`grasp_weights`).

@@ -86,6 +86,10 @@ class LiberoEnv:
         self.config = config or EnvConfig()
         if self.config.controller not in CONTROLLERS:
             raise LiberoError(f"controller must be one of {', '.join(CONTROLLERS)}, not {self.config.controller!r}")
+        for key, least in (("image_size", 1), ("control_freq", 1), ("max_steps", 1), ("settle_steps", 0)):
+            value = getattr(self.config, key)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+                raise LiberoError(f"EnvConfig.{key} must be a whole number of at least {least}, not {value!r}")
         self.spec = load_task(task)
         self.arena = ARENAS.get(self.spec.problem_class)
         ensure_gl_backend()
@@ -340,6 +344,9 @@ class LiberoEnv:
         action = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
         if action.shape != (7,):
             raise LiberoError(f"an action is 7 numbers, got shape {action.shape}")
+        if np.isnan(action).any():
+            # MuJoCo would take it and leave the scene in an unphysical state; infinities clip to +-1.
+            raise LiberoError(f"an action holds NaN at step {self.steps}: {action.tolist()}")
         self._advance(action)
         self.steps += 1
         if self._burners:

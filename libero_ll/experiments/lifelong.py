@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import math
 import os
 import shutil
 import time
@@ -17,6 +18,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from libero_ll import MAX_SEED
 from libero_ll.data.hdf5 import LOWDIM_SIZES, task_demo_file
 from libero_ll.errors import LiberoError
 from libero_ll.paths import file_in_the_way
@@ -453,6 +455,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                 for epoch in range(first_epoch + 1, epochs + 1):
                     lr = learner.current_lr()
                     loss = learner.train_epoch(dataset)
+                    _check_loss(loss, s, epoch, lr)
                     global_epoch += 1
                     for j in stage:
                         tensor.losses[j].append(loss)
@@ -480,6 +483,8 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                 policy.load_state_dict(best_state)
                 learner.end_average()
                 kept_epoch = tensor.eval_epochs[stage[0]][best_index]
+                for j in stage:
+                    tensor.kept_epochs[j] = int(kept_epoch)
                 log(_kept_line(s, kept_epoch, best))
                 ckpt = f"task{stage[0]:02d}_best.pt" if len(stage) == 1 else "all_tasks_best.pt"
                 atomic_torch_save(
@@ -497,6 +502,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             extra = learner.post_task_epochs()
             for epoch in range(first_epoch + 1, extra + 1):
                 loss = learner.train_epoch(dataset)
+                _check_loss(loss, s, epoch, learner.current_lr(), "fine-tune epoch")
                 global_epoch += 1
                 for j in stage:
                     writer.add_scalar(f"{names[j]}/finetune_loss", loss, global_epoch)
@@ -621,6 +627,20 @@ def evaluate_tasks(tasks: list[int], when: tuple[int, ...], cfg, policy, learner
             else:
                 scores.append(evaluate_task(policy, envs[j], *args))
     return scores
+
+
+def _check_loss(loss: float, stage: int, epoch: int, lr: float, what: str = "epoch") -> None:
+    """Stop a run whose training loss is no longer a number: its weights have diverged, every later epoch and
+    evaluation would be wasted, and a saved state from after it would only diverge again. The run keeps what
+    it saved up to the epoch before."""
+    if math.isfinite(loss):
+        return
+    raise LiberoError(
+        f"stage {stage + 1} {what} {epoch}: the training loss is {loss} (the policy's weights diverged at a "
+        f"learning rate of {lr:.3g}); the run is kept as saved after the epoch before, and continuing it would "
+        "diverge again: start a new run with a lower train.lr (or train.grad_clip), and check the demos "
+        "(`libero-ll verify`)"
+    )
 
 
 def _kept_line(stage: int, epoch: int, success: float) -> str:
@@ -1158,10 +1178,7 @@ def write_json(path: Path, obj) -> None:
 
 
 # Whole-number settings outside the train section (TrainConfig checks its own): key, least value, and what
-# the value must be, as the error says it.
-# Settings that are whole numbers: (key, least value, what it must be). A seed is at most MAX_SEED (torch's
-# generator and the files that record seeds take 64-bit integers).
-MAX_SEED = 2**63 - 1
+# the value must be, as the error says it. A seed is at most MAX_SEED.
 COUNTS = (
     ("seed", 0, "a whole number from 0 to 2**63-1"),
     ("num_threads", 1, "1 or more"),

@@ -6,6 +6,7 @@ import torch
 
 from libero_ll.data.dataset import SequenceDataset, TaskData, host_to_device, load_task_data
 from libero_ll.data.hdf5 import Demo, DemoWriter
+from libero_ll.errors import LiberoError
 
 KEYS = ("agentview_rgb", "joint_states")
 
@@ -113,6 +114,26 @@ def test_load_task_data_from_a_demo_file(tmp_path):
     assert task.num_steps() == 4
     ds = SequenceDataset([task], seq_len=10, obs_keys=KEYS)
     assert len(ds) == 4 and ds.get_batch([0])["mask"].sum() == 4
+
+
+@pytest.mark.parametrize("key", ["actions", "joint_states"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_demo_with_nan_or_infinity_is_refused_with_its_place(tmp_path, key, bad):
+    path = tmp_path / "task.hdf5"
+    rng = np.random.default_rng(0)
+    with DemoWriter(path, env_name="E", problem_info={}, bddl_file_name="t.bddl", bddl_file_content="",
+                    env_args={}, generator="test") as w:
+        for number in range(2):
+            obs = {"agentview_rgb": rng.integers(0, 256, (5, 4, 4, 3), dtype=np.uint8),
+                   "joint_states": rng.normal(size=(5, 7))}
+            actions = rng.normal(size=(5, 7))
+            if number == 1:
+                (actions if key == "actions" else obs["joint_states"])[3, 2] = bad
+            w.add(Demo(actions=actions, states=np.zeros((5, 3)), robot_states=np.zeros((5, 9)), obs=obs,
+                       init_state=np.zeros(3)))
+    with pytest.raises(LiberoError, match=rf"demo 1 .* NaN or infinite '{key}' at step 3"):
+        load_task_data(path, task_id=0, task_emb=np.ones(4), obs_keys=KEYS)
+    assert len(load_task_data(path, task_id=0, task_emb=np.ones(4), obs_keys=KEYS, max_demos=1).demos) == 1
 
 
 def gripper_demo(T, closes, opens=()):

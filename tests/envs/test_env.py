@@ -143,3 +143,24 @@ def test_up_threshold(soup_env):
         soup_env.data.qpos[adr + 2] = start + dz
         mujoco.mj_forward(soup_env.model, soup_env.data)
         assert g.up("alphabet_soup_1") is expected
+
+
+def test_an_action_with_nan_is_refused_and_infinity_is_clipped(soup_env):
+    soup_env.reset(seed=0)
+    action = np.zeros(7)
+    action[3] = np.nan
+    with pytest.raises(LiberoError, match=r"an action holds NaN at step 0: \[0.0, 0.0, 0.0, nan"):
+        soup_env.step(action)
+    assert soup_env.steps == 0 and np.isfinite(soup_env.data.qpos).all()
+    action[3] = np.inf
+    soup_env.step(action)
+    assert soup_env.steps == 1 and np.isfinite(soup_env.data.qpos).all()
+
+
+@pytest.mark.parametrize("key, value", [("image_size", 0), ("max_steps", -1), ("control_freq", 2.5),
+                                        ("settle_steps", True)])
+def test_env_settings_out_of_range_are_named(bowl_task, key, value):
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    with pytest.raises(LiberoError, match=rf"EnvConfig.{key} must be a whole number of at least [01], not {value!r}"):
+        LiberoEnv(bowl_task, EnvConfig(**{key: value}))

@@ -441,3 +441,31 @@ def test_an_error_found_once_the_run_folder_is_made_removes_that_folder_only(
     assert main(["train", "--resume", str(earlier)]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == "error: no initial states"
     assert (earlier / "config.yaml").exists() and (earlier / "log.txt").exists()
+
+
+# --- 8. a run whose training diverges --------------------------------------------------------------------------
+
+
+def test_a_loss_that_is_no_longer_a_number_stops_the_run_with_what_it_kept(
+        tmp_path, smoke_data, monkeypatch, capsys):
+    """NaN weights would waste every later epoch and evaluation: the run stops at the first epoch whose loss is
+    NaN, says so, and keeps its files as saved after the epoch before."""
+    from libero_ll.learners.base import Learner
+
+    real, calls = Learner.train_epoch, []
+
+    def diverges_second(self, dataset):
+        calls.append(real(self, dataset))
+        return float("nan") if len(calls) == 2 else calls[-1]
+
+    monkeypatch.setattr(Learner, "train_epoch", diverges_second)
+    runs = tmp_path / "runs"
+    assert main(["train", SMOKE, f"output_dir={runs}", f"data.dir={smoke_data}", *FAST]) == 2
+    out, err = capsys.readouterr()
+    assert "stage 1 epoch 1: loss" in out and "stage 1 epoch 2" not in out
+    assert err.splitlines()[-1].startswith("error: stage 1 epoch 2: the training loss is nan (the policy's weights "
+                                           "diverged at a learning rate of ")
+    assert "start a new run with a lower train.lr" in err
+    (run,) = runs.iterdir()
+    progress = json.loads((run / "progress.json").read_text())
+    assert (progress["stage"], progress["phase"], progress["epoch"]) == (0, "train", 1)
