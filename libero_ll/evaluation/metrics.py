@@ -27,7 +27,7 @@ def _check_square(matrix: np.ndarray) -> np.ndarray:
     return matrix
 
 
-def fwt_per_task(curves: Sequence[Sequence[float]]) -> np.ndarray:
+def fwt_per_task(curves: Sequence[Sequence[float]], kept: Sequence[int | None] | None = None) -> np.ndarray:
     """Forward transfer of each task: the mean of its success curve while it was trained.
 
     FWT_k = (1/n) Σ_e c[k, k, e] over the n evaluation points of task k, where every point from the
@@ -36,16 +36,22 @@ def fwt_per_task(curves: Sequence[Sequence[float]]) -> np.ndarray:
     Args:
         curves: per task, the success fractions c[k, k, e] at its evaluation epochs, in epoch order.
             NaN points (not evaluated) are left out, so n counts only evaluated points.
+        kept: per task, the position in its curve of the checkpoint kept for it when that is not the
+            earliest best one (a stage of several tasks keeps the best mean: `SuccessTensor.kept_index`);
+            None where it is.
     Returns:
         (K,) float64 array; NaN for a task with no evaluated point.
     """
     out = np.full(len(curves), np.nan)
     for k, curve in enumerate(curves):
         c = np.asarray(curve, dtype=np.float64).reshape(-1)
+        at = kept[k] if kept is not None else None
+        if at is not None:
+            at -= int(np.isnan(c[:at]).sum())  # its position once the points not evaluated are left out
         c = c[~np.isnan(c)]
         if c.size == 0:
             continue
-        first_best = int(np.argmax(c))  # argmax returns the first occurrence: e*_k
+        first_best = int(np.argmax(c)) if at is None else at  # argmax returns the first occurrence: e*_k
         c[first_best:] = c[first_best]
         out[k] = c.mean()
     return out
@@ -123,7 +129,7 @@ def libero_metrics(tensor: SuccessTensor) -> dict:
     learned = [k for k, c in enumerate(tensor.curves) if np.any(~np.isnan(np.asarray(c, dtype=np.float64)))]
     K = learned[-1] + 1 if learned else 0
     matrix = np.asarray(tensor.matrix, dtype=np.float64)[:K, :K]
-    fwt = fwt_per_task(tensor.curves[:K])
+    fwt = fwt_per_task(tensor.curves[:K], [tensor.kept_index(k) for k in range(K)])
     best = np.array([tensor.best(k)[0] if k in learned else np.nan for k in range(K)])
     nbt = nbt_per_task(matrix, best)
     auc = auc_per_task(fwt, matrix)

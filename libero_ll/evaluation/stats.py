@@ -61,6 +61,8 @@ def bootstrap_ci(
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if int(n_resamples) < 1:
+        raise ValueError(f"n_resamples must be 1 or more, got {n_resamples}")
     a = _finite(values)
     if a.size == 0:
         return math.nan, math.nan

@@ -7,7 +7,7 @@ import json
 import math
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -16,7 +16,8 @@ import numpy as np
 from libero_ll.errors import LiberoError
 
 FORMAT = "libero_ll.success_tensor"
-VERSION = 1
+# Version 2 adds kept_epochs; files of version 1 read with none recorded.
+VERSION = 2
 
 
 def _nan_to_none(values: Sequence[float]) -> list[float | None]:
@@ -40,6 +41,10 @@ class SuccessTensor:
         losses: per task k, the mean training loss of each epoch (index 0 is epoch 1).
         matrix: (K, K) float; matrix[tau, j] is the success rate on task j of the policy kept after
             learning task tau; NaN where not evaluated (yet).
+        kept_epochs: per task k, the epoch of the checkpoint kept for it once its stage has ended, or None
+            (its stage still running, or a file written before runs recorded it). It is the earliest best
+            epoch of task k's own curve except in a stage of several tasks (MTL), whose one kept checkpoint
+            has the best mean success over them.
     """
 
     task_names: list[str]
@@ -47,9 +52,12 @@ class SuccessTensor:
     curves: list[list[float]]
     losses: list[list[float]]
     matrix: np.ndarray
+    kept_epochs: list[int | None] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.matrix = np.asarray(self.matrix, dtype=np.float64)
+        if not self.kept_epochs:
+            self.kept_epochs = [None] * len(self.task_names)
         self._check()
 
     def _check(self) -> None:
@@ -59,9 +67,17 @@ class SuccessTensor:
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries for {K} tasks")
         if self.matrix.shape != (K, K):
             raise ValueError(f"matrix has shape {self.matrix.shape}, expected ({K}, {K})")
+        if len(self.kept_epochs) != K:
+            raise ValueError(f"kept_epochs has {len(self.kept_epochs)} entries for {K} tasks")
         for k, (epochs, curve) in enumerate(zip(self.eval_epochs, self.curves)):
             if len(epochs) != len(curve):
                 raise ValueError(f"task {k}: {len(epochs)} eval epochs but {len(curve)} curve values")
+            if any(not 0.0 <= v <= 1.0 for v in curve if not math.isnan(float(v))):
+                raise ValueError(f"task {k}: curve values must be success fractions in [0, 1], got {list(curve)}")
+        outside = (self.matrix < 0) | (self.matrix > 1)
+        if outside.any():
+            row, col = (int(i) for i in np.argwhere(outside)[0])
+            raise ValueError(f"matrix[{row}][{col}] is {self.matrix[row, col]}; success fractions are in [0, 1]")
 
     @property
     def num_tasks(self) -> int:
@@ -81,15 +97,28 @@ class SuccessTensor:
         )
 
     def best(self, k: int) -> tuple[float, int]:
-        """Task k's best success while trained and the earliest epoch reaching it: (c[k, k], e*_k).
+        """Task k's success at its kept checkpoint and that checkpoint's epoch: (c[k, k], e*_k).
 
-        NaN points of the curve are skipped. Raises ValueError if task k has no evaluated point.
+        That is its best success while trained and the earliest epoch reaching it (NaN points of the curve
+        skipped), except where the run recorded another kept epoch: a stage of several tasks keeps one
+        checkpoint for all of them (`kept_epochs`). Raises ValueError if task k has no evaluated point.
         """
         curve = np.asarray(self.curves[k], dtype=np.float64)
         if curve.size == 0 or np.all(np.isnan(curve)):
             raise ValueError(f"task {k} ({self.task_names[k]}) has no evaluated success point")
-        i = int(np.nanargmax(curve))  # first occurrence of the maximum
+        i = self.kept_index(k)
+        if i is None:
+            i = int(np.nanargmax(curve))  # first occurrence of the maximum
         return float(curve[i]), int(self.eval_epochs[k][i])
+
+    def kept_index(self, k: int) -> int | None:
+        """The position in task k's curve of its kept checkpoint, where the run recorded one that was
+        evaluated (else None: the earliest best point is the kept one)."""
+        kept = self.kept_epochs[k]
+        if kept is None or kept not in self.eval_epochs[k]:
+            return None
+        i = self.eval_epochs[k].index(kept)
+        return None if math.isnan(float(self.curves[k][i])) else i
 
     def to_dict(self) -> dict:
         """A JSON-ready dict; NaN becomes None (null)."""
@@ -102,6 +131,7 @@ class SuccessTensor:
             "curves": [_nan_to_none(c) for c in self.curves],
             "losses": [_nan_to_none(c) for c in self.losses],
             "matrix": [_nan_to_none(row) for row in self.matrix.tolist()],
+            "kept_epochs": [None if e is None else int(e) for e in self.kept_epochs],
         }
 
     @classmethod
@@ -121,6 +151,7 @@ class SuccessTensor:
             curves=[_none_to_nan(c) for c in data["curves"]],
             losses=[_none_to_nan(c) for c in data["losses"]],
             matrix=np.asarray(rows, dtype=np.float64).reshape(K, K) if K else np.zeros((0, 0)),
+            kept_epochs=[None if e is None else int(e) for e in data.get("kept_epochs") or [None] * K],
         )
 
     def save(self, path: str | os.PathLike) -> None:

@@ -129,3 +129,22 @@ def test_nothing_learned_yet():
     m = libero_metrics(SuccessTensor.empty(["a", "b"]))
     assert m["K"] == 0 and m["fwt_per_task"] == []
     assert all(math.isnan(m[key]) for key in ("fwt", "nbt", "auc"))
+
+
+def test_a_stage_of_several_tasks_measures_each_task_at_its_one_kept_checkpoint():
+    # MTL keeps the epoch of the best mean (epoch 5: means .5, .6, .55); task 0's own best is at epoch 10.
+    t = tensor([[0.0, 0.6, 0.8], [1.0, 0.6, 0.3]], [[0.6, NAN], [0.6, 0.6]])
+    t.kept_epochs = [5, 5]
+    m = libero_metrics(t)
+    # Every point from the kept one on counts as its value: [0, .6, .6] and [1, .6, .6].
+    np.testing.assert_allclose(m["fwt_per_task"], [1.2 / 3, 2.2 / 3])
+    assert m["nbt_per_task"][0] == 0.0  # the kept policy is the one measured after the stage
+    np.testing.assert_allclose(m["auc_per_task"], [(0.4 + 0.6) / 2, 2.2 / 3])
+    assert t.best(0) == (0.6, 5)
+    # Without the record (files of version 1), each task's earliest best point is taken, as before.
+    t.kept_epochs = [None, None]
+    m = libero_metrics(t)
+    np.testing.assert_allclose(m["fwt_per_task"], [1.4 / 3, 1.0])
+    assert m["nbt_per_task"][0] == pytest.approx(0.2)
+    # A kept point after one that was not evaluated: its position among the evaluated ones.
+    np.testing.assert_allclose(fwt_per_task([[NAN, 0.2, 0.9, 0.4]], kept=[3]), [(0.2 + 0.9 + 0.4) / 3])

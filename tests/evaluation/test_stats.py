@@ -66,6 +66,8 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_mean():
     assert all(math.isnan(v) for v in bootstrap_ci([NAN]))
     with pytest.raises(ValueError):
         bootstrap_ci(values, confidence=1.5)
+    with pytest.raises(ValueError, match="n_resamples must be 1 or more, got 0"):
+        bootstrap_ci(values, n_resamples=0)
 
 
 def test_summarize():

@@ -50,6 +50,22 @@ def test_save_and_load_round_trip_with_nan_as_null(tmp_path):
     assert back.eval_epochs == t.eval_epochs and back.curves == t.curves
     assert back.losses[0][:2] == [1.5, 1.2] and math.isnan(back.losses[0][2])
     np.testing.assert_array_equal(back.matrix, t.matrix)  # NaN positions compare equal here
+    assert raw["kept_epochs"] == [None, None] and back.kept_epochs == [None, None]
+
+
+def test_the_kept_epoch_is_saved_and_a_file_without_it_reads_as_before(tmp_path):
+    path = tmp_path / "success.json"
+    t = sample()
+    t.kept_epochs[0] = 15  # a stage of several tasks kept its epoch 15 (0.6 too, but not the earliest)
+    t.save(path)
+    back = SuccessTensor.load(path)
+    assert back.kept_epochs == [15, None] and back.best(0) == (0.6, 15) and back.kept_index(0) == 3
+    raw = json.loads(path.read_text())
+    del raw["kept_epochs"]
+    raw["version"] = 1
+    path.write_text(json.dumps(raw))
+    old = SuccessTensor.load(path)
+    assert old.kept_epochs == [None, None] and old.best(0) == (0.6, 5)
 
 
 def test_save_replaces_atomically_and_leaves_no_temp_file(tmp_path):
@@ -86,3 +102,18 @@ def test_inconsistent_sizes_are_rejected():
         SuccessTensor(["a", "b"], [[], []], [[], []], [[], []], np.zeros((1, 1)))
     with pytest.raises(ValueError, match="task 0"):
         SuccessTensor(["a"], [[0, 5]], [[0.1]], [[]], np.zeros((1, 1)))
+
+
+def test_success_given_as_percentages_is_named(tmp_path):
+    path = tmp_path / "success.json"
+    sample().save(path)
+    raw = json.loads(path.read_text())
+    raw["matrix"][0][1] = 10.0
+    path.write_text(json.dumps(raw))
+    with pytest.raises(LiberoError, match=r"is malformed: matrix\[0\]\[1\] is 10.0; success fractions are in"):
+        SuccessTensor.load(path)
+    raw = json.loads(path.read_text())
+    raw["matrix"][0][1], raw["curves"][0][1] = 0.1, 60
+    path.write_text(json.dumps(raw))
+    with pytest.raises(LiberoError, match=r"task 0: curve values must be success fractions in \[0, 1\]"):
+        SuccessTensor.load(path)

@@ -107,3 +107,23 @@ def test_evaluations_alongside_training_keep_the_same_weights(tmp_path, monkeypa
     # stage's end. So the only mid-stage state saved is epoch 3's, the one epoch with nothing out.
     epochs = [p["epoch"] for name, p in saves if name == "resume.pt" and p["stage"] == 0 and p["phase"] == "train"]
     assert epochs == [3]
+
+
+def test_a_multitask_stage_records_its_one_kept_epoch_and_measures_no_backward_transfer(
+        tmp_path, monkeypatch, make_smoke_config, smoke_data, smoke_envs):
+    """MTL keeps the epoch of the best mean success (epoch 1 here: means .6, .55 at epochs 1, 2), where task 0
+    alone peaks at epoch 2: success.json records epoch 1 for both, and NBT measures the kept policy (0, where
+    each task's own best would give 1.0 - 0.6)."""
+    from libero_ll.evaluation.metrics import libero_metrics
+    from libero_ll.evaluation.success import SuccessTensor
+
+    table = {1: [0.6, 0.6], 2: [1.0, 0.1]}
+    monkeypatch.setattr(lifelong, "evaluate_tasks", lambda tasks, when, *a, **k: [
+        table.get(int(when[1]), [0.0, 0.0])[j] for j in tasks])
+    cfg = make_smoke_config(tmp_path, smoke_data, "eval.past_tasks=false", "learner.name=mtl")
+    run_dir = lifelong.run_lifelong(cfg, log=lambda s: None, envs=smoke_envs)
+    tensor = SuccessTensor.load(run_dir / "success.json")
+    assert tensor.kept_epochs == [1, 1] and tensor.matrix[1].tolist() == [0.6, 0.6]
+    m = libero_metrics(tensor)
+    assert m["nbt_per_task"][0] == 0.0
+    assert m["fwt_per_task"] == [(0 + 0.6 + 0.6) / 3] * 2
