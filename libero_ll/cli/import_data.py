@@ -71,8 +71,8 @@ def register(sub) -> None:
         "--image-size",
         type=at_least(1),
         metavar="N",
-        help="resize the pictures to N x N pixels (LeRobot's LIBERO datasets hold 256; the presets read 128 "
-        "or 64)",
+        help="resize the pictures to N x N pixels (LeRobot's LIBERO datasets hold 256; the paper preset "
+        "reads 128, the cpu preset 48)",
     )
     s.add_argument("--agentview", metavar="FEATURE", help="the dataset's feature of the agentview camera")
     s.add_argument("--wrist", metavar="FEATURE", help="the dataset's feature of the wrist camera")
