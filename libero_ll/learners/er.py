@@ -1,4 +1,11 @@
-"""ER (experience replay): keep some demos of every finished task and mix them into each batch."""
+"""ER (experience replay): keep some demos of every finished task and mix them into each batch.
+
+The memory follows LIBERO's: a finished task keeps up to 1000 windows of its data, one window per demo step
+(the paper's "up to 1000 trajectories", the unit of its 32-"trajectory" replay batch; LIBERO's code keeps the
+first 1000 windows of each task). Here the windows are those of whole demos drawn at random: demos join the
+memory in a random order while their steps fit in `memory_windows` (at least one demo is kept), so a task
+whose demos take 150 steps keeps 6 of its 50.
+"""
 
 from __future__ import annotations
 
@@ -16,11 +23,12 @@ class ER(Learner):
     """Experience replay.
 
     Options:
-        memory_demos: demos kept per finished task (the paper keeps up to 1000 trajectories in all).
+        memory_windows: most windows kept per finished task, one per demo step (1000 in the paper); null: no cap.
+        memory_demos: most demos kept per finished task; null: no cap.
         replay_batch_size: replay windows added to every batch (32 in the paper).
     """
 
-    options = {"memory_demos": 1000, "replay_batch_size": 32}
+    options = {"memory_windows": 1000, "memory_demos": None, "replay_batch_size": 32}
     memory_is_samples = True  # the memory is demos kept for replay
 
     def __init__(self, policy, train, options):
@@ -32,9 +40,13 @@ class ER(Learner):
 
     @classmethod
     def check_values(cls, opts: dict) -> None:
-        for key in ("memory_demos", "replay_batch_size"):
-            if not isinstance(opts[key], int) or opts[key] < 0:
-                raise LiberoError(f"learner er: {key} must be a non-negative integer, got {opts[key]!r}")
+        for key in ("memory_windows", "memory_demos", "replay_batch_size"):
+            value = opts[key]
+            if key != "replay_batch_size" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                what = "a non-negative integer" + (" or null" if key != "replay_batch_size" else "")
+                raise LiberoError(f"learner er: {key} must be {what}, got {value!r}")
 
     def observe(self, batch: dict) -> torch.Tensor:
         if self.replay is None or self.opts["replay_batch_size"] == 0:
@@ -44,13 +56,28 @@ class ER(Learner):
         return super().observe(mixed)
 
     def end_task(self, k: int, data: TaskData) -> None:
-        # Keep a fixed share of each finished task's demos, chosen at random.
-        keep = min(len(data.demos), int(self.opts["memory_demos"]))
-        if keep == 0:
+        chosen = self.choose(data)
+        if not chosen:
             return
-        chosen = sorted(self.rng.choice(len(data.demos), size=keep, replace=False).tolist())
         self.chosen.append((int(data.task_id), chosen))
         self._remember(data, chosen)
+
+    def choose(self, data: TaskData) -> list[int]:
+        """The demos a finished task keeps, in file order: drawn in a random order while they fit in
+        memory_windows steps and memory_demos demos (the first one drawn always, unless a cap is 0)."""
+        windows, demos = self.opts["memory_windows"], self.opts["memory_demos"]
+        if windows == 0 or demos == 0:
+            return []
+        chosen, steps = [], 0
+        for i in self.rng.permutation(len(data.demos)).tolist():
+            length = len(data.demos[i]["actions"])
+            if chosen and windows is not None and steps + length > windows:
+                break
+            chosen.append(i)
+            steps += length
+            if demos is not None and len(chosen) >= demos:
+                break
+        return sorted(chosen)
 
     def _remember(self, data: TaskData, chosen: list[int]) -> None:
         self.memory.append(TaskData(data.task_id, [data.demos[i] for i in chosen], data.task_emb))

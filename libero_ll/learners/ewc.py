@@ -2,9 +2,15 @@
 their values after those tasks (LIBERO appendix B.1).
 
 After task k the empirical Fisher F_k (mean squared gradient of the demos' log-likelihood, taken batch by
-batch on the task's own windows) is folded into a running estimate, F ← γ F + (1 − γ) F_k (F = F_1 after
-the first task), and the weights θ* are kept as the anchor. While later tasks are learned every step adds
-λ/2 Σ_i F_i (θ_i − θ*_i)² to the behaviour-cloning loss.
+batch on the task's own windows, the batches drawn at random) is folded into a running estimate,
+F ← γ F + (1 − γ) F_k (F = F_1 after the first task), and the weights θ* are kept as the anchor. While later
+tasks are learned every step adds λ/2 Σ_i F_i (θ_i − θ*_i)² to the behaviour-cloning loss.
+
+These are the appendix's formulas. LIBERO's released code adds λ Σ_i F_i (θ_i − θ*_i)² (no ½) and sums the
+estimates, F ← γ F + F_k: with the same λ its penalty is twice this one's after the first task and about
+2/(1 − γ) = 20 times after many tasks of alike Fishers. A squared batch gradient is about B times smaller
+than a squared per-window one (its noise averages out), so the Fisher's scale, and λ's effect, depends on
+the batch size B, as in LIBERO's code (whose batches are the training batch size, 32).
 """
 
 from __future__ import annotations
@@ -76,8 +82,10 @@ class EWC(Learner):
     def estimate_fisher(self, data: TaskData) -> dict[str, torch.Tensor]:
         """Empirical diagonal Fisher of one task: the mean over batches of squared log-likelihood gradients.
 
-        Batches cover every window of the task once, in order, with the policy in evaluation mode (no
-        augmentation or dropout, so the estimate uses no randomness).
+        Batches cover every window of the task once, in a random order drawn from the learner's stream (the
+        windows of one batch would otherwise be overlapping windows of one demo, whose squared mean gradient
+        is larger than that of windows drawn across the task), with the policy in evaluation mode (no
+        augmentation or dropout).
         """
         dataset = self.policy.windows([data])
         bs = int(self.opts["fisher_batch_size"] or self.train_cfg.batch_size)
@@ -86,8 +94,9 @@ class EWC(Learner):
         was_training = self.policy.training
         self.policy.eval()
         batches = 0
+        order = self.rng.permutation(len(dataset))
         for start in range(0, len(dataset), bs):
-            batch = dataset.get_batch(np.arange(start, min(start + bs, len(dataset))))
+            batch = dataset.get_batch(order[start : start + bs])
             self.policy.zero_grad(set_to_none=True)
             self.policy.compute_loss(batch).backward()  # the NLL's gradient: the log-likelihood's, negated
             for n, p in params.items():

@@ -35,7 +35,8 @@ def test_learners_with_their_options_from_the_code_and_a_plugins_own(capsys):
     assert main(["list", "learners", f"plugins=[{plugin}]"]) == 0
     out = capsys.readouterr().out
     assert "er: Experience replay.  [libero_ll.learners.er]" in out
-    assert "  memory_demos = 1000     demos kept per finished task (the paper keeps up to 1000 trajectories in all)." in out
+    assert "  memory_windows = 1000   most windows kept per finished task, one per demo step (1000 in the paper)" in out
+    assert "  memory_demos = null     most demos kept per finished task; null: no cap." in out
     assert "l2: L2 regularisation towards the weights after the last task.  [l2_learner]" in out
     assert "  lambda = 1.0  weight of the penalty." in out
     assert "mtl: Multitask learning" in out and "  (no options)" in out

@@ -98,6 +98,29 @@ def test_er_mixes_replay_of_earlier_tasks():
     assert "weight" not in batch
 
 
+def test_er_keeps_whole_demos_up_to_its_window_budget_as_the_paper_does():
+    """The paper's memory: up to 1000 windows (one per demo step) of each finished task. Demos of 12 steps
+    under a budget of 40 steps: 3 of 8 kept (36 steps), drawn at random; a cap on demos stops it sooner; a
+    budget smaller than one demo still keeps one; 0 keeps nothing."""
+    policy = make_policy("resnet_t", TINY, META)
+    data = _task(0, demos=8)
+
+    def kept(**opts):
+        learner = make_learner("er", policy, TrainConfig(epochs=1, batch_size=4), opts)
+        learner.end_task(0, data)
+        return learner.chosen[0][1] if learner.chosen else []
+
+    chosen = kept(memory_windows=40)
+    assert len(chosen) == 3 and chosen == sorted(chosen) and chosen != [0, 1, 2]
+    assert len(kept(memory_windows=40, memory_demos=2)) == 2
+    assert len(kept(memory_windows=5)) == 1
+    assert kept(memory_windows=0) == [] and kept(memory_demos=0) == []
+    assert len(kept(memory_windows=None)) == 8
+    assert len(kept()) == 8  # the default, 1000 windows, holds all 96 steps
+    with pytest.raises(LiberoError, match="memory_windows must be a non-negative integer or null, got -1"):
+        make_learner("er", policy, TrainConfig(), {"memory_windows": -1})
+
+
 def test_er_replays_with_the_grasp_weight_of_the_current_data():
     _, batch = _er_batch_on_task_1(TrainConfig(epochs=1, batch_size=4, grasp_weight=3.0, grasp_steps=5))
     # The replayed windows carry weights from the same rule (the random demos close their fingers often).
@@ -155,11 +178,25 @@ def test_ewc_fisher_is_an_online_average_over_tasks():
     f0 = {n: f.clone() for n, f in learner.fisher.items()}
     learner.start_task(1, t1)
     learner.train_epoch(SequenceDataset([t1], 4, ["agentview_rgb", "gripper_states"]))
+    stream = learner.rng.bit_generator.state
     f1 = learner.estimate_fisher(t1)
+    learner.rng.bit_generator.state = stream  # end_task draws the same batches
     learner.end_task(1, t1)
     for n in f0:
         torch.testing.assert_close(learner.fisher[n], 0.9 * f0[n] + 0.1 * f1[n])
     assert learner.memory_bytes() == 2 * sum(p.numel() * 4 for p in policy.parameters())
+
+
+def test_ewc_fisher_batches_cover_every_window_once_in_a_random_order(monkeypatch):
+    policy = make_policy("resnet_t", TINY, META)
+    learner = make_learner("ewc", policy, TrainConfig(epochs=1, batch_size=4), {})
+    seen = []
+    real = SequenceDataset.get_batch
+    monkeypatch.setattr(SequenceDataset, "get_batch", lambda self, idx: seen.append(list(idx)) or real(self, idx))
+    learner.estimate_fisher(_task(0))
+    flat = [i for b in seen for i in b]
+    assert sorted(flat) == list(range(36)) and len(seen) == 9
+    assert flat != list(range(36))  # not demo by demo, in order
 
 
 # ---------------------------------------------------------------------------------------------- PackNet
