@@ -15,7 +15,6 @@ the batch size B, as in LIBERO's code (whose batches are the training batch size
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from libero_ll.data.dataset import TaskData
