@@ -267,17 +267,18 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         task_data = _load_demos(cfg, tasks, embs, policy, env_cfg, log, resumed=resume is not None,
                                 few_demos_note=saved is not None and "config" not in saved)
         demo_seconds = time.time() - t_demos
-        if not cfg.init_from:
-            # Low-dim inputs are standardised with the first task's statistics only: later tasks are unseen.
-            # A pretrained policy keeps the statistics it was trained with.
-            first = {k: np.concatenate([d[k] for d in task_data[0].demos]) for k in policy.lowdim_keys}
-            policy.set_lowdim_stats({k: (v.mean(0), v.std(0)) for k, v in first.items()})
         init_states = _init_states(cfg, tasks, envs, names, run_dir, log)
 
         train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
         learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
         learner.rng = np.random.default_rng(int(cfg.seed))
         stages = learner.stages(len(tasks))
+        if not cfg.init_from:
+            # Low-dim inputs are standardised with the first stage's statistics only: later tasks are unseen
+            # (MTL's one stage holds every task). A pretrained policy keeps the statistics it was trained with.
+            first = {k: np.concatenate([d[k] for j in stages[0] for d in task_data[j].demos])
+                     for k in policy.lowdim_keys}
+            policy.set_lowdim_stats({k: (v.mean(0), v.std(0)) for k, v in first.items()})
         sample = policy.windows([task_data[0]])
         macs_per_window = forward_macs_per_window(policy, sample.get_batch(np.arange(min(2, len(sample)))))
         num_params = sum(p.numel() for p in policy.parameters())

@@ -4,7 +4,7 @@ The memory follows LIBERO's: a finished task keeps up to 1000 windows of its dat
 (the paper's "up to 1000 trajectories", the unit of its 32-"trajectory" replay batch; LIBERO's code keeps the
 first 1000 windows of each task). Here the windows are those of whole demos drawn at random: demos join the
 memory in a random order while their steps fit in `memory_windows` (at least one demo is kept), so a task
-whose demos take 150 steps keeps 6 of its 50.
+whose demos take 150 steps keeps 6 of its 50. The cpu preset keeps every demo (`memory_windows: null`).
 """
 
 from __future__ import annotations
@@ -69,7 +69,10 @@ class ER(Learner):
         if windows == 0 or demos == 0:
             return []
         chosen, steps = [], 0
-        for i in self.rng.permutation(len(data.demos)).tolist():
+        n = len(data.demos)
+        # A random order of all the demos (drawn as choice, not permutation: a memory of every demo then draws
+        # the same numbers as runs made before the window budget, and trains the same).
+        for i in self.rng.choice(n, size=n, replace=False).tolist():
             length = len(data.demos[i]["actions"])
             if chosen and windows is not None and steps + length > windows:
                 break

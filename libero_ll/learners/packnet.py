@@ -8,6 +8,10 @@ and `finetune_epochs` epochs train task k's weights alone; from then on they are
 layers and other one-dimensional parameters are trained on the first task only, then frozen (norm layers
 also stop updating running statistics). Frozen values are copied back after every optimiser step, so
 weight decay cannot move them and earlier tasks' outputs stay exactly the same.
+
+The fine-tune is not evaluated: the weights of its last epoch are the ones frozen (the paper computes every
+metric before the fine-tune and says nothing of choosing among its epochs; LIBERO's code evaluates it every
+5 epochs and keeps the best). It trains the raw weights, without the moving average of `train.ema_decay`.
 """
 
 from __future__ import annotations

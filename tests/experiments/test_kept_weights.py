@@ -127,3 +127,16 @@ def test_a_multitask_stage_records_its_one_kept_epoch_and_measures_no_backward_t
     m = libero_metrics(tensor)
     assert m["nbt_per_task"][0] == 0.0
     assert m["fwt_per_task"] == [(0 + 0.6 + 0.6) / 3] * 2
+    # Its one stage sees every task: the low-dim inputs are standardised with all their demos' statistics.
+    import numpy as np
+
+    from libero_ll.data.hdf5 import read_demos
+
+    kept = torch.load(run_dir / "checkpoints" / "all_tasks_best.pt", weights_only=True)["policy"]
+    means = [key for key in kept if key.startswith("lowdim_mean_")]
+    assert means
+    for key in means:
+        obs = key.removeprefix("lowdim_mean_")
+        values = np.concatenate([d.obs[obs] for t in lifelong.suite_tasks(cfg.suite, list(cfg.tasks))
+                                 for d in read_demos(smoke_data / f"{t.stem}.hdf5", [obs])])
+        np.testing.assert_allclose(kept[key].numpy(), values.mean(0), rtol=1e-5, atol=1e-6)
