@@ -91,10 +91,15 @@ class ER(Learner):
         return self.replay.nbytes() if self.replay is not None else 0
 
     def state_dict(self) -> dict:
-        return {**super().state_dict(), "chosen": [[tid, list(idx)] for tid, idx in self.chosen]}
+        return {**super().state_dict(), "chosen": [[tid, list(idx)] for tid, idx in self.chosen],
+                "window_budget": True}
 
     def load_state_dict(self, state: dict, tasks: list[TaskData]) -> None:
         super().load_state_dict(state, tasks)
+        if "window_budget" not in state:
+            # A run saved before memory_windows existed goes on as it began: up to memory_demos (then 1000)
+            # demos of each task, whatever their windows.
+            self.opts = {**self.opts, "memory_windows": None, "memory_demos": self.opts["memory_demos"] or 1000}
         by_id = {t.task_id: t for t in tasks}
         self.memory, self.chosen, self.replay = [], [], None
         for tid, idx in state["chosen"]:

@@ -120,6 +120,15 @@ def test_er_keeps_whole_demos_up_to_its_window_budget_as_the_paper_does():
     with pytest.raises(LiberoError, match="memory_windows must be a non-negative integer or null, got -1"):
         make_learner("er", policy, TrainConfig(), {"memory_windows": -1})
 
+    # A run saved before the window budget existed goes on keeping whole tasks' demos, as it began.
+    learner = make_learner("er", policy, TrainConfig(epochs=1, batch_size=4), {"memory_windows": 40})
+    learner.start_task(0, data)
+    state = learner.state_dict()
+    assert state.pop("window_budget") is True
+    learner.load_state_dict(state, [data])
+    learner.end_task(0, data)
+    assert learner.chosen[0][1] == list(range(8))
+
 
 def test_er_replays_with_the_grasp_weight_of_the_current_data():
     _, batch = _er_batch_on_task_1(TrainConfig(epochs=1, batch_size=4, grasp_weight=3.0, grasp_steps=5))
