@@ -99,7 +99,8 @@ class ER(Learner):
         if "window_budget" not in state:
             # A run saved before memory_windows existed goes on as it began: up to memory_demos (then 1000)
             # demos of each task, whatever their windows.
-            self.opts = {**self.opts, "memory_windows": None, "memory_demos": self.opts["memory_demos"] or 1000}
+            demos = self.opts["memory_demos"]
+            self.opts = {**self.opts, "memory_windows": None, "memory_demos": 1000 if demos is None else demos}
         by_id = {t.task_id: t for t in tasks}
         self.memory, self.chosen, self.replay = [], [], None
         for tid, idx in state["chosen"]:

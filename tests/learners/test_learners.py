@@ -128,6 +128,13 @@ def test_er_keeps_whole_demos_up_to_its_window_budget_as_the_paper_does():
     learner.load_state_dict(state, [data])
     learner.end_task(0, data)
     assert learner.chosen[0][1] == list(range(8))
+    # ... and one that kept no demos (memory_demos: 0) keeps none.
+    learner = make_learner("er", policy, TrainConfig(epochs=1, batch_size=4), {"memory_demos": 0})
+    state = learner.state_dict()
+    del state["window_budget"]
+    learner.load_state_dict(state, [data])
+    learner.end_task(0, data)
+    assert learner.chosen == []
 
 
 def test_er_replays_with_the_grasp_weight_of_the_current_data():
