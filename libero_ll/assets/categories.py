@@ -34,12 +34,17 @@ def category_facts() -> dict:
     names."""
     from libero_ll.bddl.validate import CategoryFacts
 
+    tops = {
+        a.workspace_category: (a.table_full_size[0] / 2, a.table_full_size[1] / 2)
+        for a in (ARENAS.get(k) for k in ARENAS)
+        if a.table_full_size is not None
+    }
     out = {}
     for name in CATEGORIES:
         model = CATEGORIES.get(name)
         controls = {region: model.part(part).joint.kind for region, part in model.controls}
         relations = {r.name: tuple(r.relations) for r in model.all_regions}
-        out[name] = CategoryFacts(model.kind, controls, relations)
+        out[name] = CategoryFacts(model.kind, controls, relations, tops.get(name) if model.kind == "workspace" else None)
     return out
 
 

@@ -49,11 +49,15 @@ class CategoryFacts:
         relations: region name of the category → the predicates that put a thing there: ("on",) for a
             surface (a cabinet's top_side), ("in",) for the inside of a container (a drawer, a basket),
             ("in", "on") for either (a shelf's layer); a region left out is not checked.
+        top: for a table (kind "workspace"), half its top's length and width in metres, about the centre
+            that the ranges of regions on it are measured from; None where there is no edge to fall off
+            (the floor) or it is not known.
     """
 
     kind: str
     controls: Mapping[str, str] = field(default_factory=dict)
     relations: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    top: tuple[float, float] | None = None
 
 
 class BddlWarning(UserWarning):
@@ -260,12 +264,16 @@ class _Validator:
             what = f"range {i + 1} of region '{region.name}'"
             if not self.numbers(r, 4, what, at(f"ranges.{i}.0", region.loc)):
                 continue
+            ordered = True
             for axis, lo, hi in (("x", 0, 2), ("y", 1, 3)):
                 if r[lo] > r[hi]:
+                    ordered = False
                     self.add(
                         at(f"ranges.{i}.{lo}", region.loc),
                         f"{what} has {axis}_min {r[lo]!r} > {axis}_max {r[hi]!r}",
                     )
+            if ordered:
+                self.check_on_top(region, i, [float(v) for v in r])
         for i, y in enumerate(region.yaw_rotation):
             what = f"yaw_rotation {i + 1} of region '{region.name}'"
             if self.numbers(y, 2, what, at(f"yaw_rotation.{i}.0", region.loc)) and y[0] > y[1]:
@@ -289,6 +297,24 @@ class _Validator:
                     f"region '{region.name}' has no :ranges and is not an affordance region of "
                     f"'{region.target}' (category {category} has: {', '.join(affordances) or 'none'})",
                 )
+
+    def check_on_top(self, region: Region, i: int, box: list[float]) -> None:
+        """A range of a region on a table must lie on the table's top: wholly off it, nothing placed there
+        stands on the table (an error); partly off it, a thing may be placed over the edge (a warning)."""
+        facts = self.facts.get(self.instances.get(region.target, ""))
+        if facts is None or facts.kind != "workspace" or facts.top is None:
+            return
+        hx, hy = facts.top
+        x0, y0, x1, y1 = box
+        where = (
+            f"range {i + 1} of region '{region.name}' (x {x0:g} to {x1:g}, y {y0:g} to {y1:g}) lies "
+            f"{{how}} off the top of '{region.target}' (x {-hx:g} to {hx:g}, y {-hy:g} to {hy:g} about its centre)"
+        )
+        loc = region.locs.get(f"ranges.{i}.0", region.loc)
+        if x1 < -hx or x0 > hx or y1 < -hy or y0 > hy:
+            self.add(loc, where.format(how="wholly") + ": nothing placed there would stand on it")
+        elif x0 < -hx or x1 > hx or y0 < -hy or y1 > hy:
+            self.warn(loc, where.format(how="partly") + ": a thing placed there may fall off")
 
     def numbers(self, values, size: int, what: str, loc: Loc | None) -> bool:
         """True when ``values`` holds ``size`` finite numbers; otherwise records why not."""

@@ -84,17 +84,13 @@ def _convert(tasks: list[Path], source: Path, args) -> int:
 def _kept(task: Path, n: int | None = None, seed: int | None = None) -> str:
     """What is said of an existing file left alone: why runs will not use it, if they will not, and how it
     differs from the `n` states of `seed` asked for, if it does."""
-    import numpy as np
-
     from libero_ll.envs.init_states import init_states_path, load_init_states
 
     try:
-        states = load_init_states(task)
+        states, stored_seed = load_init_states(task, with_seed=True)
     except LiberoError as e:
         reason = str(e).removeprefix(f"{init_states_path(task)}: ").split("; remake it", 1)[0]
         return f"exists but runs will not use it: {reason}; skipped (--overwrite to remake)"
-    with np.load(init_states_path(task)) as f:
-        stored_seed = int(f["seed"]) if "seed" in f else None
     if n is not None and (len(states) != n or stored_seed != seed):
         held = f"{len(states)} state{'s' if len(states) != 1 else ''}"
         return f"exists with {held} of seed {stored_seed}, not the {n} of seed {seed} asked for; skipped " \

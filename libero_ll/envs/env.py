@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -419,10 +422,35 @@ class LiberoEnv:
         return self._xml
 
     def close(self) -> None:
-        for r in self._renderers.values():
-            r.close()
-        self._renderers.clear()
-        self.scene.close()
+        """Free the simulator and the cameras' GL contexts. A Ctrl-C that comes meanwhile is raised once they
+        are freed: cut in half, robosuite's freeing left a simulator whose later collection printed tracebacks
+        (`MjSim.free`, `_render_context_offscreen`), and one inside its garbage collection was lost."""
+        with _interrupts_held():
+            for r in self._renderers.values():
+                r.close()
+            self._renderers.clear()
+            self.scene.close()
+
+
+@contextlib.contextmanager
+def _interrupts_held():
+    """Hold SIGINT inside the block and deliver it, as the handler before would have, when the block ends.
+    Outside the main thread (where signals are not Python's to handle), or where the handler was not set from
+    Python (it could not be put back), the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield
+        return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if came:
+            if callable(previous):
+                previous(signal.SIGINT, None)
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
 
 
 def rotation_to_axis_angle(rot: np.ndarray) -> np.ndarray:

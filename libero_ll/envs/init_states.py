@@ -99,8 +99,10 @@ def write_init_states(task_file: str | Path, n: int = DEFAULT_COUNT, seed: int =
     return out
 
 
-def load_init_states(task_file: str | Path, n: int | None = None, state_size: int | None = None) -> np.ndarray:
-    """A task's stored fixed initial states, (n, S); the first n when n is given.
+def load_init_states(task_file: str | Path, n: int | None = None, state_size: int | None = None,
+                     *, with_seed: bool = False):
+    """A task's stored fixed initial states, (n, S); the first n when n is given. With `with_seed`, the pair
+    (states, the seed they were sampled with, None when the file does not say), from one read of the file.
 
     Raises:
         LiberoError: the file is missing, unreadable, made for a different version of the task or
@@ -112,6 +114,7 @@ def load_init_states(task_file: str | Path, n: int | None = None, state_size: in
     try:
         with np.load(path) as f:
             states, fingerprint = f["states"], str(f["fingerprint"])
+            seed = int(f["seed"]) if "seed" in f else None
     except Exception as e:  # a truncated or foreign file
         raise LiberoError(f"{path}: not a readable initial-states file ({e})") from None
     if fingerprint != scene_fingerprint(task_file):
@@ -125,7 +128,7 @@ def load_init_states(task_file: str | Path, n: int | None = None, state_size: in
         if n > len(states):
             raise LiberoError(f"{path}: {len(states)} states stored, {n} asked for")
         states = states[:n]
-    return states
+    return (states, seed) if with_seed else states
 
 
 def init_states_current(task_file: str | Path) -> bool:

@@ -523,3 +523,34 @@ def test_check_locates_what_only_the_reset_used_to_reject(tmp_path):
         assert len(problems) == 1, (name, problems)
         assert str(problems[0]).startswith(f"{path}:{line}:{col}: "), (name, str(problems[0]))
         assert words in problems[0].message, (name, problems[0].message)
+
+
+def test_a_range_off_the_tables_top_is_an_error_and_one_over_its_edge_a_warning(tmp_path):
+    # `check` used to pass a region 4.8 m from the table's centre; only the reset found that the bowl fell.
+    from pathlib import Path
+
+    from libero_ll.assets.categories import affordances, category_facts
+
+    soup = Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl"
+    text = soup.read_text()
+    box = "(-0.185 -0.05 -0.165 -0.03)"
+    line = text[: text.index(box)].count("\n") + 1
+    categories, facts = affordances(), category_facts()
+    assert facts["table"].top == (0.4, 0.6) and facts["floor"].top is None
+    cases = {
+        "far": ("(4.8 -0.05 4.82 -0.03)", 1, 0, "lies wholly off the top of 'main_table' (x -0.4 to 0.4, y -0.6 to 0.6"),
+        "left": ("(-0.1 -0.9 0.1 -0.7)", 1, 0, "wholly off"),
+        "edge": ("(0.3 -0.05 0.45 -0.03)", 0, 1, "lies partly off the top of 'main_table'"),
+        "inside": ("(-0.4 -0.6 0.4 0.6)", 0, 0, ""),
+    }
+    for name, (changed, errors, warned, words) in cases.items():
+        path = tmp_path / f"{name}.bddl"
+        path.write_text(text.replace(box, changed))
+        found: list = []
+        _, problems = check_file(path, categories, facts=facts, warnings=found)
+        assert (len(problems), len(found)) == (errors, warned), (name, problems, found)
+        for p in problems + found:
+            assert str(p).startswith(f"{path}:{line}:") and words in p.message, (name, str(p))
+    # Without the asset library's facts nothing is known of the table's size, and nothing is said.
+    path = tmp_path / "far.bddl"
+    assert check_file(path, categories)[1] == []

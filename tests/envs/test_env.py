@@ -164,3 +164,26 @@ def test_env_settings_out_of_range_are_named(bowl_task, key, value):
 
     with pytest.raises(LiberoError, match=rf"EnvConfig.{key} must be a whole number of at least [01], not {value!r}"):
         LiberoEnv(bowl_task, EnvConfig(**{key: value}))
+
+
+def test_ctrl_c_while_the_simulator_closes_comes_once_it_is_closed(bowl_task):
+    # A Ctrl-C in the middle of robosuite's freeing left a half-freed simulator whose later collection printed
+    # tracebacks (`MjSim.free`, `_render_context_offscreen`); it is now raised when the close is done.
+    import signal
+
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    env = LiberoEnv(bowl_task, EnvConfig(render=False))
+    real, closed = env.scene.close, []
+
+    def close_with_ctrl_c():
+        signal.raise_signal(signal.SIGINT)  # Python runs its handler before the next line
+        real()
+        closed.append(True)
+
+    env.scene.close = close_with_ctrl_c
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        env.close()
+    assert closed == [True] and env.scene.sim is None  # freed wholly before the interrupt
+    assert signal.getsignal(signal.SIGINT) is handler

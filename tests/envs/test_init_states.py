@@ -165,7 +165,8 @@ def test_cli_refuses_states_where_init_fails_and_names_a_stale_file(tmp_path, ca
 
     soup = REPO / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl"
     far = tmp_path / "far.bddl"
-    far.write_text(soup.read_text().replace("(-0.185 -0.05 -0.165 -0.03)", "(4.8 -0.05 4.82 -0.03)"))
+    # A region that reaches over the table's edge passes validation with a warning, and the bowl falls off.
+    far.write_text(soup.read_text().replace("(-0.185 -0.05 -0.165 -0.03)", "(0.39 -0.05 4.82 -0.03)"))
     assert main(["init-states", str(far), "--n", "1"]) == 2
     err = capsys.readouterr().err
     assert "init predicates (on akita_black_bowl_1 main_table_akita_black_bowl_init_region) do not hold" in err
@@ -184,6 +185,10 @@ def test_cli_refuses_states_where_init_fails_and_names_a_stale_file(tmp_path, ca
     shutil.copy(soup, task)
     assert main(["init-states", str(task), "--n", "2"]) == 0
     assert "exists with 1 state of seed 0, not the 2 of seed 0 asked for; skipped" in capsys.readouterr().out
+    assert main(["init-states", str(task), "--n", "1", "--seed", "5"]) == 0
+    assert "exists with 1 state of seed 0, not the 1 of seed 5 asked for; skipped" in capsys.readouterr().out
+    states, seed = load_init_states(task, with_seed=True)
+    assert seed == 0 and np.array_equal(states, load_init_states(task))
     # An unreadable file is named as such (before: "no longer matches").
     init_states_path(task).write_text("junk")
     assert main(["init-states", str(task), "--n", "1"]) == 0
