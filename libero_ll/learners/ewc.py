@@ -8,9 +8,11 @@ tasks are learned every step adds λ/2 Σ_i F_i (θ_i − θ*_i)² to the behavi
 
 These are the appendix's formulas. LIBERO's released code adds λ Σ_i F_i (θ_i − θ*_i)² (no ½) and sums the
 estimates, F ← γ F + F_k: with the same λ its penalty is twice this one's after the first task and about
-2/(1 − γ) = 20 times after many tasks of alike Fishers. A squared batch gradient is about B times smaller
-than a squared per-window one (its noise averages out), so the Fisher's scale, and λ's effect, depends on
-the batch size B, as in LIBERO's code (whose batches are the training batch size, 32).
+2/(1 − γ) = 20 times after many tasks of alike Fishers; it also takes the Fisher's gradients in training mode
+(augmentation and dropout on). `form: libero_code` and `fisher_mode: train` run EWC that way. A squared batch
+gradient is about B times smaller than a squared per-window one (its noise averages out), so the Fisher's
+scale, and λ's effect, depends on the batch size B, as in LIBERO's code (whose batches are the training batch
+size, 32).
 """
 
 from __future__ import annotations
@@ -31,9 +33,13 @@ class EWC(Learner):
         lambda: penalty weight λ (5e4 in the paper).
         gamma: decay γ of the running Fisher estimate (0.9 in the paper).
         fisher_batch_size: windows per gradient when estimating the Fisher (the training batch size by default).
+        form: "paper" (the appendix's λ/2 and F ← γ F + (1 − γ) F_k) or "libero_code" (LIBERO's released code:
+            λ without the ½, and F ← γ F + F_k).
+        fisher_mode: "eval" (the policy in evaluation mode while the Fisher is estimated: no augmentation or
+            dropout) or "train" (as LIBERO's code: augmentation and dropout on, batch-norm statistics updated).
     """
 
-    options = {"lambda": 5e4, "gamma": 0.9, "fisher_batch_size": None}
+    options = {"lambda": 5e4, "gamma": 0.9, "fisher_batch_size": None, "form": "paper", "fisher_mode": "eval"}
 
     def __init__(self, policy, train, options):
         super().__init__(policy, train, options)
@@ -50,18 +56,23 @@ class EWC(Learner):
         fb = opts["fisher_batch_size"]
         if fb is not None and (not isinstance(fb, int) or fb < 1):
             raise LiberoError(f"learner ewc: fisher_batch_size must be a positive integer or null, got {fb!r}")
+        for key, known in (("form", ("paper", "libero_code")), ("fisher_mode", ("eval", "train"))):
+            if opts[key] not in known:
+                raise LiberoError(f"learner ewc: {key} must be one of {', '.join(known)}, got {opts[key]!r}")
 
     def start_task(self, k: int, data) -> None:
         super().start_task(k, data)
         self._fisher_windows = 0
 
     def penalty(self) -> torch.Tensor:
-        """λ/2 Σ_i F_i (θ_i − θ*_i)² over the anchored parameters (zero before the first task ends)."""
+        """λ/2 Σ_i F_i (θ_i − θ*_i)² over the anchored parameters (λ Σ with `form: libero_code`; zero before the
+        first task ends)."""
         total = torch.zeros((), device=self.policy.device)
         for name, p in self.policy.named_parameters():
             if name in self.fisher:
                 total = total + (self.fisher[name] * (p - self.anchor[name]) ** 2).sum()
-        return 0.5 * float(self.opts["lambda"]) * total
+        half = 0.5 if self.opts["form"] == "paper" else 1.0
+        return half * float(self.opts["lambda"]) * total
 
     def observe(self, batch: dict) -> torch.Tensor:
         """One step on the behaviour-cloning loss plus the penalty; returns the behaviour-cloning loss alone,
@@ -74,8 +85,9 @@ class EWC(Learner):
     def end_task(self, k: int, data: TaskData) -> None:
         new = self.estimate_fisher(data)
         g = float(self.opts["gamma"])
+        weight = 1.0 - g if self.opts["form"] == "paper" else 1.0
         for name, f in new.items():
-            self.fisher[name] = f if name not in self.fisher else g * self.fisher[name] + (1.0 - g) * f
+            self.fisher[name] = f if name not in self.fisher else g * self.fisher[name] + weight * f
         self.anchor = {n: p.detach().clone() for n, p in self.policy.named_parameters() if n in self.fisher}
 
     def estimate_fisher(self, data: TaskData) -> dict[str, torch.Tensor]:
@@ -84,14 +96,17 @@ class EWC(Learner):
         Batches cover every window of the task once, in a random order drawn from the learner's stream (the
         windows of one batch would otherwise be overlapping windows of one demo, whose squared mean gradient
         is larger than that of windows drawn across the task), with the policy in evaluation mode (no
-        augmentation or dropout).
+        augmentation or dropout) or, with `fisher_mode: train`, in training mode.
         """
         dataset = self.policy.windows([data])
         bs = int(self.opts["fisher_batch_size"] or self.train_cfg.batch_size)
         params = {n: p for n, p in self.policy.named_parameters() if p.requires_grad}
         fisher = {n: torch.zeros_like(p) for n, p in params.items()}
         was_training = self.policy.training
-        self.policy.eval()
+        if self.opts["fisher_mode"] == "train":
+            self.train_mode()
+        else:
+            self.policy.eval()
         batches = 0
         order = self.rng.permutation(len(dataset))
         for start in range(0, len(dataset), bs):

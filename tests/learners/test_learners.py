@@ -215,6 +215,55 @@ def test_ewc_fisher_batches_cover_every_window_once_in_a_random_order(monkeypatc
     assert flat != list(range(36))  # not demo by demo, in order
 
 
+def test_ewc_in_the_form_of_libero_code_drops_the_half_and_sums_the_fishers():
+    # LIBERO's released code: λ Σ F (θ − θ*)², and F ← γ F + F_k (the appendix: λ/2 and γ F + (1 − γ) F_k).
+    torch.manual_seed(0)
+    policy = make_policy("resnet_t", TINY, META)
+    opts = {"lambda": 10.0, "gamma": 0.9}
+    paper = make_learner("ewc", policy, TrainConfig(epochs=1, batch_size=4), opts)
+    code = make_learner("ewc", policy, TrainConfig(epochs=1, batch_size=4), {**opts, "form": "libero_code"})
+    t0, t1 = _task(0), _task(1)
+    for learner in (paper, code):
+        learner.start_task(0, t0)
+        learner.end_task(0, t0)
+    f0 = {n: f.clone() for n, f in code.fisher.items()}
+    torch.testing.assert_close(f0, paper.fisher)  # the same batches: both streams start from seed 0
+    name, param = next((n, p) for n, p in policy.named_parameters() if p.dim() >= 2)
+    with torch.no_grad():
+        param.view(-1)[0] += 0.3
+    torch.testing.assert_close(code.penalty(), 2.0 * paper.penalty())
+    with torch.no_grad():
+        param.view(-1)[0] -= 0.3
+    stream = code.rng.bit_generator.state
+    f1 = code.estimate_fisher(t1)
+    code.rng.bit_generator.state = stream
+    code.end_task(1, t1)
+    for n in f0:
+        torch.testing.assert_close(code.fisher[n], 0.9 * f0[n] + f1[n])
+
+
+def test_ewc_fisher_in_training_mode_sees_augmented_windows():
+    # With fisher_mode: train (LIBERO's code) the Fisher's passes shift and jitter the images; by default they
+    # do not, and the policy's mode is put back either way.
+    task = _task(0)
+    fishers = {}
+    for mode in ("eval", "train"):
+        torch.manual_seed(0)
+        policy = make_policy("resnet_t", TINY, META)
+        learner = make_learner("ewc", policy, TrainConfig(epochs=1, batch_size=4), {"fisher_mode": mode})
+        calls = []
+        real = policy.augment.forward
+        policy.augment.forward = lambda x, real=real, calls=calls, policy=policy: calls.append(policy.training) or real(x)
+        policy.eval()
+        fishers[mode] = learner.estimate_fisher(task)
+        assert calls and set(calls) == {mode == "train"} and not policy.training
+    assert any(not torch.equal(fishers["eval"][n], fishers["train"][n]) for n in fishers["eval"])
+    with pytest.raises(LiberoError, match="fisher_mode must be one of eval, train"):
+        make_learner("ewc", policy, TrainConfig(), {"fisher_mode": "both"})
+    with pytest.raises(LiberoError, match="form must be one of paper, libero_code"):
+        make_learner("ewc", policy, TrainConfig(), {"form": "code"})
+
+
 # ---------------------------------------------------------------------------------------------- PackNet
 
 
