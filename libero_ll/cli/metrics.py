@@ -142,7 +142,9 @@ def print_all_metrics(
     for key, label, better in ALL_SCALARS:
         value = m[key]
         text = f"{value:8.4f}" if not math.isnan(value) else "     n/a"
-        why = f"  (not recorded: {m['not_recorded'][key]})" if key in m["not_recorded"] else ""
+        why = f"  (n/a: {m['not_recorded'][key]})" if key in m["not_recorded"] else ""
+        if key in m.get("partial", {}):
+            why = f"  ({m['partial'][key]})"
         print(f"  {label:<42} {text}  {better} is better{why}")
     print(f"  CL_score criteria used: {', '.join(m['CL_score_criteria']) or 'none'}")
     print("per task:     " + " ".join(f"{'T' + str(j + 1):>7}" for j in range(m["K"])))

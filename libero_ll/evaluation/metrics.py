@@ -153,11 +153,16 @@ def all_metrics(
     reference: Sequence[float] | None = None,
     single_task_auc: Sequence[float] | None = None,
     epsilon: float = 1.0,
+    reference_tasks: Sequence[str] | None = None,
 ) -> dict:
     """Every metric of docs/metrics.md for one run, from its saved results.
 
-    The run is measured on the tasks learned so far (K as in ``libero_metrics``). Metrics whose inputs
-    were not recorded are NaN and named in ``"not_recorded"`` with the reason.
+    The run is measured on the tasks learned so far (K as in ``libero_metrics``). A metric that is NaN
+    ("n/a") is named in ``"not_recorded"`` with the reason: its inputs were not recorded, or what was recorded
+    leaves it undefined (a reference reaching AUC 1, a resource recorded as 0 that the formula divides by).
+    A mean over tasks that leaves some of them out for want of a reference value (I, FT) is named in
+    ``"partial"`` with the tasks left out and why. A resource recorded as 0 is a measured value, never
+    "not recorded".
 
     Args:
         tensor: the run's success tensor.
@@ -170,18 +175,23 @@ def all_metrics(
         single_task_auc: per task the ``curve_auc`` of a single-task run from scratch, for Continual
             World's forward transfer.
         epsilon: CE's scaling factor ε.
+        reference_tasks: the reference run's task names, to tell in the note on I a task it lacks from
+            one it never evaluated (without them, both are "no success recorded").
     Returns:
         A flat dict: the ``libero_metrics`` keys; ``A, BWT, REM, BWT_plus, FWT_prime, MS, SSS, CE``;
         ``CL_score, CL_score_W2, CL_score_W3`` (over the recorded criteria, ``CL_score_criteria``);
         ``R_per_task, F_per_task, R_final, F_final``; ``train_auc_per_task``; ``I_per_task, I``
-        (with a reference); ``FT_per_task, FT`` (with single-task references); ``not_recorded``.
+        (with a reference); ``FT_per_task, FT`` (with single-task references); ``not_recorded``
+        (metric → why it is NaN); ``partial`` (metric → the tasks its mean leaves out, and why).
     """
     from libero_ll.evaluation import cl_metrics as cl
 
     out = libero_metrics(tensor)
     K = out["K"]
+    names = [str(n) for n in tensor.task_names[:K]]
     R = np.asarray(tensor.matrix, dtype=np.float64)[:K, :K]
     missing: dict[str, str] = {}
+    partial: dict[str, str] = {}
 
     bwt = cl.backward_transfer(R)
     out.update(
@@ -193,7 +203,7 @@ def all_metrics(
     )
     if np.isnan(out["FWT_prime"]):
         missing["FWT_prime"] = "no task was evaluated before it was learned"
-    out.update(_resource_criteria(resources, K, replay, data_sizes, epsilon, missing))
+    out.update(_resource_criteria(resources, names, replay, data_sizes, epsilon, missing))
 
     criteria = {c: out[c] for c in cl.CRITERIA}
     out["CL_score_criteria"] = [c for c in cl.CRITERIA if not np.isnan(criteria[c])]
@@ -210,33 +220,89 @@ def all_metrics(
     auc = np.array([cl.curve_auc(tensor.eval_epochs[k], tensor.curves[k]) for k in range(K)])
     out["train_auc_per_task"] = auc.tolist()
     if reference is not None:
-        i_k = cl.intransigence(R, np.asarray(reference, dtype=np.float64)[:K])
+        r_star = np.asarray(reference, dtype=np.float64)[:K]
+        i_k = cl.intransigence(R, r_star)
         out.update(I_per_task=i_k.tolist(), I=_mean(i_k))
+        # Tasks the run has its own success on, but not the reference: left out of I's mean.
+        gap = np.isnan(r_star) & ~np.isnan(np.diag(R))
+        if reference_tasks is None:
+            why = [(gap, "the reference has no success for task(s)")]
+        else:
+            known = {str(n) for n in reference_tasks}
+            lacks = gap & np.array([n not in known for n in names], dtype=bool)
+            why = [(lacks, "the reference run lacks task(s)"),
+                   (gap & ~lacks, "the reference run never evaluated task(s)")]
+        reasons = [f"{text} {_names(names, mask)}" for mask, text in why if mask.any()]
+        _explain("I", i_k, reasons, "no task has both its own success R[k, k] and the reference's", missing,
+                 partial)
     else:
         out.update(I_per_task=[float("nan")] * K, I=float("nan"))
         missing["I"] = "no reference run given"
     if single_task_auc is not None:
-        ft = cl.cw_forward_transfer(auc, np.asarray(single_task_auc, dtype=np.float64)[:K])
+        auc_ref = np.asarray(single_task_auc, dtype=np.float64)[:K]
+        ft = cl.cw_forward_transfer(auc, auc_ref)
         out.update(FT_per_task=ft.tolist(), FT=_mean(ft))
+        learned = ~np.isnan(auc)
+        # FT_k's denominator 1 − AUC_ref is 0 where the reference reaches AUC 1 (cw_forward_transfer: NaN).
+        why = [
+            (learned & (auc_ref >= 1.0),
+             "the reference reaches AUC 1 on task(s) {}, so FT is undefined there (1 − AUC_ref is 0)"),
+            (learned & np.isnan(auc_ref), "no single-task run learned task(s) {} first"),
+        ]
+        reasons = [text.format(_names(names, mask)) for mask, text in why if mask.any()]
+        _explain("FT", ft, reasons, "no task has both a training curve and a single-task reference", missing,
+                 partial)
     else:
         out.update(FT_per_task=[float("nan")] * K, FT=float("nan"))
         missing["FT"] = "no single-task reference runs given"
     out["not_recorded"] = missing
+    out["partial"] = partial
     return out
+
+
+def _names(names: Sequence[str], mask: np.ndarray) -> str:
+    """The names where ``mask`` holds, comma-separated."""
+    return ", ".join(n for n, m in zip(names, mask) if m)
+
+
+def _explain(metric: str, per_task: np.ndarray, reasons: list[str], fallback: str, missing: dict,
+             partial: dict) -> None:
+    """Say why a mean over tasks leaves some out: in ``missing`` when nothing is left (the metric is NaN),
+    else in ``partial`` with how many tasks the mean covers."""
+    per_task = np.asarray(per_task, dtype=np.float64)
+    used = int((~np.isnan(per_task)).sum())
+    if used == 0:
+        missing[metric] = "; ".join(reasons) or fallback
+    elif reasons:
+        partial[metric] = f"the mean over {used} of {per_task.size} tasks: " + "; ".join(reasons)
 
 
 # Bytes per policy parameter (float32 weights).
 PARAM_BYTES = 4
 
 
-def _resource_criteria(resources, K: int, replay: bool, data_sizes, epsilon: float, missing: dict) -> dict:
-    """MS, SSS and CE from the recorded resources; NaN (and a reason in ``missing``) when not recorded."""
+def _unrecorded(fields: dict[str, np.ndarray], names: Sequence[str]) -> str:
+    """Which of ``fields`` (name → per-task array, NaN where not recorded) miss which tasks; "" if none."""
+    gaps = {f: np.isnan(a) for f, a in fields.items()}
+    return "; ".join(f"{f} not recorded for task(s) {_names(names, g)}" for f, g in gaps.items() if g.any())
+
+
+def _resource_criteria(resources, names: Sequence[str], replay: bool, data_sizes, epsilon: float,
+                       missing: dict) -> dict:
+    """MS, SSS and CE from the recorded resources; NaN, with the reason in ``missing``, when a field they
+    need was not recorded (a missing file or field), or when a value recorded as 0 leaves them undefined
+    (they would divide by it). A recorded 0 is otherwise used as the value it is."""
     from libero_ll.evaluation import cl_metrics as cl
 
     nan = float("nan")
+    K = len(names)
     if resources is None:
         for c in ("MS", "SSS", "CE"):
             missing[c] = "resources.json not recorded"
+        return {"MS": nan, "SSS": nan, "CE": nan}
+    if K == 0:
+        for c in ("MS", "SSS", "CE"):
+            missing[c] = "no task learned yet"
         return {"MS": nan, "SSS": nan, "CE": nan}
 
     def field(name: str) -> np.ndarray:
@@ -246,31 +312,72 @@ def _resource_criteria(resources, K: int, replay: bool, data_sizes, epsilon: flo
     seen, macs = field("samples_seen"), field("train_macs")
     out = {}
 
+    # MS: parameters, plus the memory a learner keeps with the model (a replay memory counts for SSS).
     model_bytes = PARAM_BYTES * params + (0.0 if replay else memory)
-    out["MS"] = cl.model_size_efficiency(model_bytes)
-    if np.isnan(out["MS"]):
-        missing["MS"] = "params or memory_bytes not recorded for every task"
+    why = _unrecorded({"params": params} if replay else {"params": params, "memory_bytes": memory}, names)
+    empty = ~np.isnan(model_bytes) & (model_bytes <= 0)
+    if why:
+        out["MS"], missing["MS"] = nan, why
+    elif empty.any():
+        recorded = "params" if replay else "params and memory_bytes"
+        out["MS"] = nan
+        missing["MS"] = (
+            f"the model is 0 bytes after task(s) {_names(names, empty)} ({recorded} recorded as 0), so "
+            "Mem(θ_1)/Mem(θ_i) is undefined"
+        )
+    else:
+        out["MS"] = cl.model_size_efficiency(model_bytes)
 
+    # SSS: the stored samples (0 for a learner whose memory is not samples) against the run's training data.
     stored = memory if replay else np.zeros(K)
-    sizes = list(data_sizes) if data_sizes is not None else [None] * K
-    data_bytes = (
-        sum(s.nbytes for s in sizes[:K]) if len(sizes) >= K and all(s is not None for s in sizes[:K]) else nan
-    )
-    if np.isnan(stored).any():
+    sizes = list(data_sizes)[:K] if data_sizes is not None else []
+    sizes += [None] * (K - len(sizes))
+    unknown = np.array([s is None for s in sizes], dtype=bool)
+    data_bytes = float(sum(s.nbytes for s in sizes)) if not unknown.any() else nan
+    why = _unrecorded({"memory_bytes": memory}, names) if replay else ""
+    if why:
+        out["SSS"], missing["SSS"] = nan, why
+    elif not stored.any():
+        out["SSS"] = 1.0  # nothing stored (memory_bytes 0, or not samples): no need to know the data's size
+    elif unknown.any():
         out["SSS"] = nan
-        missing["SSS"] = "memory_bytes not recorded for every task"
-    elif K and not stored.any():
-        out["SSS"] = 1.0  # nothing stored: no need to know the data's size
+        missing["SSS"] = (
+            f"the size of the training data is unknown for task(s) {_names(names, unknown)} (not recorded, "
+            "and demo files not found)"
+        )
+    elif data_bytes <= 0:
+        out["SSS"] = nan
+        missing["SSS"] = (
+            "the training data is 0 bytes (data_bytes recorded as 0) while the learner stores samples, so "
+            "Mem(M_i)/Mem(D) is undefined"
+        )
     else:
         out["SSS"] = cl.sample_storage_efficiency(stored, data_bytes)
-        if np.isnan(out["SSS"]):
-            missing["SSS"] = "the size of the training data is unknown (demo files not found)"
 
-    windows = np.array([s.windows if s is not None else nan for s in sizes[:K]] + [nan] * (K - len(sizes)))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # CE: one pass over a task's own windows, (train_macs / samples_seen) × data_windows, against train_macs.
+    windows = np.array([s.windows if s is not None else nan for s in sizes])
+    why = [_unrecorded({"train_macs": macs, "samples_seen": seen}, names)]
+    if unknown.any():
+        why.append(f"the training data's size (data_windows) is unknown for task(s) {_names(names, unknown)} "
+                   "(not recorded, and demo files not found)")
+    why = "; ".join(w for w in why if w)
+    no_seen, no_macs = seen <= 0, macs <= 0
+    if why:
+        out["CE"], missing["CE"] = nan, why
+    elif (no_seen | no_macs).any():
+        parts = [
+            f"task(s) {_names(names, mask)} {what}"
+            for mask, what in (
+                (no_seen & no_macs, "trained on no window (samples_seen 0, train_macs 0): Ops(Tr_i) is 0"),
+                (~no_seen & no_macs, "counted no multiply-add (train_macs 0): Ops(Tr_i) is 0"),
+                (no_seen & ~no_macs,
+                 "recorded samples_seen 0 with train_macs above 0: the cost of one window is unknown"),
+            )
+            if mask.any()
+        ]
+        out["CE"] = nan
+        missing["CE"] = "; ".join(parts) + ", so Ops↑↓(Tr_i)/Ops(Tr_i) and CE are undefined"
+    else:
         # Cost of one window (forward and backward) times the windows of one epoch of the task's own data.
-        pass_ops = np.where(seen > 0, macs / seen * windows, nan)
-    out["CE"] = cl.computational_efficiency(pass_ops, macs, epsilon) if K else nan
-    if np.isnan(out["CE"]):
-        missing["CE"] = "train_macs, samples_seen or the training data's size not recorded for every task"
+        out["CE"] = cl.computational_efficiency(macs / seen * windows, macs, epsilon)
     return out

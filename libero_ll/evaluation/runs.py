@@ -347,4 +347,5 @@ def measure_run(
         reference=r_star,
         single_task_auc=single_task_aucs(list(single_task), names),
         epsilon=epsilon,
+        reference_tasks=reference.tensor.task_names if reference is not None else None,
     )

@@ -319,3 +319,21 @@ def test_unfinished_runs_are_left_out_and_named_unless_asked_for(tmp_path, capsy
     assert json.loads(capsys.readouterr().out)["unfinished"] == {"stages_ended": 1, "stages": 2}
     assert main(["metrics", str(done), "--all", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["unfinished"] is None
+
+
+def test_the_report_says_why_i_and_ft_leave_tasks_out_or_are_n_a(tmp_path):
+    """The reasons of all_metrics reach the report's notes: a reference lacking a task (I over the others), a
+    single-task reference at AUC 1 (FT n/a)."""
+    run = hand_run(tmp_path / "run", "er", 1, ["a", "b"], [0.8, 0.6], [0.4])
+    ref = hand_run(tmp_path / "mtl", "mtl", 1, ["a"], [0.9], [])
+    perfect = tmp_path / "single_a"
+    perfect.mkdir()
+    SuccessTensor(["a"], [[0, 5, 10]], [[1.0, 1.0, 1.0]], [[]], np.array([[1.0]])).save(
+        perfect / "success.json"
+    )
+    (perfect / "config.yaml").write_text((ref / "config.yaml").read_text().replace("mtl", "seql"))
+    out = generate_report([run], tmp_path / "report", reference=ref, single_task=[perfect])
+    md = (out / "report.md").read_text()
+    assert ("over part of the tasks in some runs, I: the mean over 1 of 2 tasks: the reference run lacks "
+            "task(s) b") in md
+    assert "n/a in some runs, FT: the reference reaches AUC 1 on task(s) a, so FT is undefined there" in md

@@ -189,3 +189,86 @@ def test_recorded_data_sizes_give_sss_and_ce_without_the_demo_files(tmp_path):
     want = all_metrics(make_tensor(), resources(mixed), replay=True,
                        data_sizes=[TaskDataSize(800, 5), TaskDataSize(2 * 10 * 7 * 4, 20)])
     assert m2["SSS"] == pytest.approx(want["SSS"]) and m2["CE"] == pytest.approx(want["CE"])
+
+
+def test_intransigence_names_the_tasks_the_reference_lacks(tmp_path, capsys):
+    """A reference without some of the run's tasks: I is the mean over the others, and says which are left out
+    (as FT and the LIBERO metrics leave out what has no value); a reference with none of them: n/a and why."""
+    three = make_tensor(
+        ("a", "b", "c"), ((0.0, 0.5, 1.0), (0.0, 0.5, 0.5), (0.0, 0.25, 0.75)),
+        ((1.0, NAN, NAN), (0.25, 0.5, NAN), (0.25, 0.5, 0.75)),
+    )
+    run = make_run(tmp_path / "run", three)
+    ref = make_run(tmp_path / "mtl", make_tensor(("b", "a"), matrix=((0.1, NAN), (0.8, 0.9))), learner="mtl")
+    m = measure_run(load_run(run), load_run(ref))
+    assert m["I_per_task"][:2] == pytest.approx([0.9 - 1.0, 0.8 - 0.5]) and math.isnan(m["I_per_task"][2])
+    assert m["I"] == pytest.approx((-0.1 + 0.3) / 2)
+    assert "I" not in m["not_recorded"]  # a value, over the tasks the reference has
+    assert "the reference run lacks task(s) c" in m["partial"]["I"] and "2 of 3 tasks" in m["partial"]["I"]
+
+    # The note reaches `metrics --json`.
+    assert main(["metrics", str(run), "--reference", str(ref), "--json"]) == 0
+    assert "lacks task(s) c" in json.loads(capsys.readouterr().out)["partial"]["I"]
+    # And the text of `metrics --all`, next to I's value; a metric that is n/a says "n/a", not "not recorded".
+    assert main(["metrics", str(run), "--reference", str(ref), "--all"]) == 0
+    text = capsys.readouterr().out
+    i_line = next(line for line in text.splitlines() if "(the mean over 2 of 3 tasks" in line)
+    assert "0.1000" in i_line and "the reference run lacks task(s) c)" in i_line
+    assert "(n/a: no single-task reference runs given)" in text and "not recorded:" not in text
+
+    other = make_run(tmp_path / "other", make_tensor(("x", "y")), learner="mtl")
+    m = measure_run(load_run(run), load_run(other))
+    assert math.isnan(m["I"]) and "I" not in m["partial"]
+    assert m["not_recorded"]["I"] == "the reference run lacks task(s) a, b, c"
+
+
+def test_forward_transfer_says_why_when_the_reference_reaches_auc_1(tmp_path):
+    """FT_k = (AUC_k - AUC_ref) / (1 - AUC_ref) is undefined where the single-task reference reaches AUC 1."""
+    run = load_run(make_run(tmp_path / "run", make_tensor()))
+    perfect_a = load_run(make_run(tmp_path / "single_a", make_tensor(("a",), ((1.0, 1.0, 1.0),), ((1.0,),))))
+    single_b = load_run(make_run(tmp_path / "single_b", make_tensor(("b",), ((0.0, 0.0, 1.0),), ((1.0,),))))
+
+    # Only task a has a reference, and it reaches AUC 1: FT is n/a, and says why.
+    m = measure_run(run, single_task=[perfect_a])
+    assert math.isnan(m["FT"]) and np.isnan(m["FT_per_task"]).all()
+    why = m["not_recorded"]["FT"]
+    assert "the reference reaches AUC 1 on task(s) a, so FT is undefined there" in why
+    assert "no single-task run learned task(s) b first" in why
+
+    # Task b's reference is below 1: FT is FT_b, over the one task, with a note naming task a.
+    m = measure_run(run, single_task=[perfect_a, single_b])
+    assert math.isnan(m["FT_per_task"][0]) and m["FT"] == pytest.approx((0.375 - 0.25) / 0.75)
+    assert "FT" not in m["not_recorded"]
+    assert "the reference reaches AUC 1 on task(s) a, so FT is undefined there" in m["partial"]["FT"]
+    assert "1 of 2 tasks" in m["partial"]["FT"]
+
+
+def test_resources_recorded_as_zero_are_values_not_not_recorded():
+    """A 0 in resources.json was measured: the criteria use it, and only a missing field is "not recorded"."""
+    sizes = [TaskDataSize(800, 5), TaskDataSize(800, 5)]
+    # A learner that keeps nothing (memory_bytes 0): MS counts the parameters only, SSS is 1.
+    no_memory = [dict(e, memory_bytes=0) for e in RESOURCES]
+    for replay in (False, True):
+        m = all_metrics(make_tensor(), resources(no_memory), replay=replay, data_sizes=sizes)
+        assert m["MS"] == 1.0 and m["SSS"] == 1.0 and m["CE"] == pytest.approx(0.375)
+        assert not {"MS", "SSS", "CE"} & set(m["not_recorded"])
+
+    # A task trained on no window (samples_seen 0, train_macs 0): CE divides by its cost of 0.
+    untrained = [RESOURCES[0], dict(RESOURCES[1], samples_seen=0, train_macs=0.0)]
+    m = all_metrics(make_tensor(), resources(untrained), replay=True, data_sizes=sizes)
+    assert math.isnan(m["CE"]) and m["MS"] == 1.0
+    why = m["not_recorded"]["CE"]
+    assert "not recorded" not in why and "task(s) b" in why and "train_macs 0" in why
+    # The same with the field missing is "not recorded".
+    unseen = ("samples_seen", "train_macs")
+    missing = [RESOURCES[0], {k: v for k, v in RESOURCES[1].items() if k not in unseen}]
+    m = all_metrics(make_tensor(), resources(missing), replay=True, data_sizes=sizes)
+    assert "not recorded" in m["not_recorded"]["CE"]
+
+    # A model of 0 bytes (params 0, its memory stored samples) and training data of 0 bytes.
+    m = all_metrics(make_tensor(), resources([dict(e, params=0) for e in RESOURCES]), replay=True,
+                    data_sizes=[TaskDataSize(0, 5), TaskDataSize(0, 5)])
+    assert math.isnan(m["MS"]) and math.isnan(m["SSS"])
+    for c in ("MS", "SSS"):
+        assert "not recorded" not in m["not_recorded"][c] and "0 bytes" in m["not_recorded"][c]
+    assert "demo files" not in m["not_recorded"]["SSS"]

@@ -238,9 +238,10 @@ def criteria_table(
             }
         )
         rows.append(row)
-    missing = sorted(
-        {f"{c}: {why}" for g in groups.values() for r in g for c, why in r.metrics["not_recorded"].items()}
-    )
+    measured = [r for g in groups.values() for r in g]
+    # Why a metric is n/a (not recorded, or undefined on what was recorded); which tasks a mean leaves out.
+    missing = sorted({f"{c}: {why}" for r in measured for c, why in r.metrics["not_recorded"].items()})
+    partial = sorted({f"{c}: {why}" for r in measured for c, why in r.metrics.get("partial", {}).items()})
     notes = [
         "Criteria of Díaz-Rodríguez et al. in [0, 1], higher is better; mean ± standard error over seeds.",
         "CL_score weights: equal, W2 and W3 of the paper, renormalised over the criteria recorded.",
@@ -249,7 +250,8 @@ def criteria_table(
             "reference run; FT: Continual World forward transfer against the single-task runs."
         ),
     ]
-    notes += [f"not recorded in some runs, {m}" for m in missing]
+    notes += [f"n/a in some runs, {m}" for m in missing]
+    notes += [f"over part of the tasks in some runs, {m}" for m in partial]
     return Table("CL criteria, CL_score and CL_stability per method", headers, rows, notes, records), means
 
 
