@@ -6,6 +6,7 @@ dataset-level attributes that say where the demos came from and how images are o
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -40,6 +41,70 @@ def axis_angle_to_rot6(axis_angle: np.ndarray) -> np.ndarray:
     return np.concatenate([col0, col1], axis=-1).astype(np.float32)
 
 
+def axis_angle_to_matrix(axis_angle: np.ndarray) -> np.ndarray:
+    """The rotation matrices of (T, 3) axis-angle vectors, (T, 3, 3) float64."""
+    six = axis_angle_to_rot6(axis_angle).astype(np.float64)
+    # Recomputed in float64 from the two columns (axis_angle_to_rot6 rounds to float32): good to 1e-7.
+    col0, col1 = six[:, :3], six[:, 3:]
+    return np.stack([col0, col1, np.cross(col0, col1)], axis=-1)
+
+
+def quat_to_axis_angle(quats_xyzw: np.ndarray) -> np.ndarray:
+    """(T, 3) axis-angle vectors of (T, 4) unit quaternions (x, y, z, w) as robosuite (and LIBERO's files) make
+    them: angle 2 acos(w) in [0, 2π), following the quaternion's sign."""
+    q = np.asarray(quats_xyzw, dtype=np.float64)
+    w = np.clip(q[:, 3:4], -1.0, 1.0)
+    den = np.sqrt(1.0 - w * w)
+    scale = np.divide(2.0 * np.arccos(w), den, out=np.zeros_like(den), where=den > 0.0)
+    return q[:, :3] * scale
+
+
+# The frame of the hand's orientation in ee_states (its axis-angle part), ee_rot6 and robot_states (its
+# quaternion): the hand's body, as LIBERO's files (robosuite's robot0_eef_quat) hold it. Written into every file
+# made here (attribute ``ee_orientation`` of ``data/``).
+EE_ORIENTATION = "hand_body"
+# What files made here before held: the grip site's orientation, turned 90 degrees about the hand's axis from the
+# body's. They say so by lacking the attribute; they are read converted to the hand body's.
+SITE_ORIENTATION = "grip_site"
+EE_ORIENTATIONS = (EE_ORIENTATION, SITE_ORIENTATION)
+# What made the files that held the grip site's orientation: the scripted expert, teleoperation and the
+# displaced-object corrections (files imported from LeRobot held LIBERO's convention already).
+_SITE_GENERATORS = ("scripted-expert", "teleoperation", "displaced-object corrections")
+# The grip site's rotation in the hand body's frame (site = body @ this), fixed by the Panda's gripper mount.
+SITE_IN_HAND = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+
+
+@functools.lru_cache(maxsize=1)
+def _panda_kinematics():
+    """MuJoCo model and data of the Panda arm alone (robosuite's model, no meshes needed for kinematics) and the
+    hand body's id: the sign of the hand's quaternion, as the scenes' MuJoCo computes it, follows the joints."""
+    import mujoco
+    from robosuite.models.robots import Panda
+
+    model = mujoco.MjModel.from_xml_string(Panda(idn=0).get_xml())
+    return model, mujoco.MjData(model), mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "robot0_right_hand")
+
+
+def hand_quats_from_site(site_axis_angle: np.ndarray, joint_states: np.ndarray) -> np.ndarray:
+    """The hand body's quaternions (T, 4, xyzw) from the grip site's orientation (T, 3 axis-angle, what files made
+    here before held) and the arm's joint angles (T, 7): the rotation from the site's, exactly; the sign (the
+    same rotation has two quaternions) that of the scene's own, computed from the joints."""
+    import mujoco
+
+    body = axis_angle_to_matrix(site_axis_angle) @ SITE_IN_HAND.T
+    model, data, hand = _panda_kinematics()
+    out = np.zeros((len(body), 4))
+    q = np.zeros(4)
+    for t, (rot, joints) in enumerate(zip(body, np.asarray(joint_states, dtype=np.float64))):
+        mujoco.mju_mat2Quat(q, np.ascontiguousarray(rot).reshape(9))
+        data.qpos[:7] = joints
+        mujoco.mj_kinematics(model, data)
+        ref = data.xquat[hand]
+        sign = -1.0 if float(q @ ref) < 0.0 else 1.0
+        out[t] = sign * np.array([q[1], q[2], q[3], q[0]])
+    return out
+
+
 # Keys a file may lack that are computed from another key (files made before they were written, and
 # files from other tools): the hand's position is the first three numbers of ee_states, its orientation's
 # continuous code comes from the last three.
@@ -51,9 +116,13 @@ IMAGE_KEYS = ("agentview_rgb", "eye_in_hand_rgb")
 # Row 0 is the top of the picture, as a person sees it. Written into every file made here.
 IMAGE_CONVENTION = "upright"
 # Row 0 is the bottom of the picture (OpenGL's framebuffer order): robosuite's default, which is what
-# LIBERO and robomimic files hold although they do not say so.
+# robomimic's files and LIBERO's hold when they do not say otherwise.
 OPENGL_CONVENTION = "opengl"
 IMAGE_CONVENTIONS = (IMAGE_CONVENTION, OPENGL_CONVENTION)
+# LIBERO's files say which order their images are in with this attribute of ``data/``: robosuite's macro
+# IMAGE_CONVENTION, "opengl" (bottom row first, the default) or "opencv" (top row first, as ours).
+LIBERO_CONVENTION_ATTR = "macros_image_convention"
+LIBERO_CONVENTIONS = {"opengl": OPENGL_CONVENTION, "opencv": IMAGE_CONVENTION}
 
 COMPRESSIONS = ("gzip", "lzf", None)
 _DEMO_NAME = re.compile(r"^demo_(\d+)$")
@@ -69,6 +138,7 @@ LAYOUT_ATTRS = (
     "total",
     "image_convention",
     "generator",
+    "ee_orientation",
 )
 
 
@@ -136,6 +206,12 @@ class DatasetInfo:
     every other attribute of ``data/`` as plain Python values (lists for arrays): the writer's
     ``demo_lengths``, ``length_mean``/``length_min``/``length_max``, and what the collector adds
     (``expert_success_rate``, ``attempts``, ``collect_seed``, ``image_size``, ...).
+
+    Two fields are read from more than one attribute: ``image_rows`` is the order of the images' rows,
+    ``"upright"`` or ``"opengl"`` (from ``image_convention``, else LIBERO's ``macros_image_convention``, else
+    OpenGL's, robomimic's default); ``ee_orientation`` is the frame of the hand's orientation in ee_states,
+    ee_rot6 and robot_states (``"hand_body"``, or ``"grip_site"`` for files made here before they recorded
+    the hand body's).
     """
 
     path: Path
@@ -147,7 +223,9 @@ class DatasetInfo:
     num_demos: int = 0
     total: int = 0
     image_convention: str | None = None
+    image_rows: str = OPENGL_CONVENTION
     generator: str | None = None
+    ee_orientation: str = EE_ORIENTATION
     stats: dict = field(default_factory=dict)
 
 
@@ -208,6 +286,7 @@ class DemoWriter:
             data.attrs["env_args"] = json.dumps(env_args)
             data.attrs["generator"] = generator
             data.attrs["image_convention"] = IMAGE_CONVENTION
+            data.attrs["ee_orientation"] = EE_ORIENTATION
         except BaseException:
             self.abort()
             raise
@@ -283,6 +362,12 @@ class DemoWriter:
         with _open(path) as src:
             if name not in src["data"] or "actions" not in src["data"][name]:
                 raise LiberoError(f"demo file {path}: no demo data/{name} with actions")
+            if _info(Path(path), src["data"]).ee_orientation != EE_ORIENTATION:
+                raise LiberoError(
+                    f"demo file {path} holds the hand's orientation in the grip site's frame (made before files "
+                    f"recorded the hand body's, as LIBERO's do); it cannot be copied as it is into {self.path}: "
+                    "collect it again"
+                )
             grp = src["data"][name]
             T = int(grp.attrs.get("num_samples", len(grp["actions"])))
             index = self._num_demos
@@ -416,6 +501,23 @@ def _info(path: Path, data: h5py.Group) -> DatasetInfo:
             f"demo file {path}: attribute data.image_convention is {convention!r}, "
             f"expected one of {IMAGE_CONVENTIONS}"
         )
+    macro = opt(LIBERO_CONVENTION_ATTR)
+    if macro is not None and macro.lower() not in LIBERO_CONVENTIONS:
+        raise LiberoError(
+            f"demo file {path}: attribute data.{LIBERO_CONVENTION_ATTR} is {macro!r}, expected one of "
+            f"{tuple(LIBERO_CONVENTIONS)}"
+        )
+    # The order the images are in: the file's own word, else LIBERO's attribute, else OpenGL's (robomimic).
+    rows = convention or (LIBERO_CONVENTIONS[macro.lower()] if macro is not None else None)
+    generator = opt("generator")
+    orientation = opt("ee_orientation")
+    if orientation is None:
+        ours_before = convention == IMAGE_CONVENTION and (generator or "").startswith(_SITE_GENERATORS)
+        orientation = SITE_ORIENTATION if ours_before else EE_ORIENTATION
+    elif orientation not in EE_ORIENTATIONS:
+        raise LiberoError(
+            f"demo file {path}: attribute data.ee_orientation is {orientation!r}, expected one of {EE_ORIENTATIONS}"
+        )
     return DatasetInfo(
         path=path,
         env_name=env_name,
@@ -426,7 +528,9 @@ def _info(path: Path, data: h5py.Group) -> DatasetInfo:
         num_demos=int(attrs["num_demos"]) if "num_demos" in attrs else len(names),
         total=total,
         image_convention=convention,
-        generator=opt("generator"),
+        image_rows=rows or OPENGL_CONVENTION,
+        generator=generator,
+        ee_orientation=orientation,
         stats={k: _plain(attrs[k]) for k in attrs.keys() if k not in LAYOUT_ATTRS},
     )
 
@@ -498,8 +602,12 @@ def read_demos(
         obs_keys: observation keys to load; None loads every key in each demo's ``obs`` group. A key of
             ``DERIVED_OBS`` that a file lacks is read from its source key.
         max_demos: read at most this many demos (the first ones); None reads all.
-        upright: return images upright. Files that say (or, lacking ``image_convention``, are assumed
-            to hold) OpenGL-ordered images, as LIBERO's and robomimic's do, are flipped vertically.
+        upright: return images upright. Files that say (``image_convention``, or LIBERO's
+            ``macros_image_convention``) or, saying nothing, are assumed to hold OpenGL-ordered images, as
+            robomimic's do, are flipped vertically.
+    A file made here before files recorded the hand body's orientation (``DatasetInfo.ee_orientation``
+    ``"grip_site"``) is read converted to it: ee_states' axis-angle part, ee_rot6 and robot_states' quaternion
+    (see ``hand_quats_from_site``).
     Returns:
         One Demo per demo group. Missing ``states``/``robot_states`` read as (T, 0) arrays, a missing
         ``init_state`` as the first state, a missing ``model_file`` as "" and a missing seed as None.
@@ -507,6 +615,17 @@ def read_demos(
         LiberoError: the file is missing or not HDF5, or lacks ``data``, ``actions`` or a requested key.
     """
     return list(iter_demos(path, obs_keys, max_demos, upright=upright))
+
+
+def _converted_hand(path: Path, name: str, obs_grp, robot_states: np.ndarray) -> np.ndarray:
+    """The hand body's quaternions (T, 4, xyzw) of a demo of a file that holds the grip site's orientation."""
+    if obs_grp is None or "ee_states" not in obs_grp or "joint_states" not in obs_grp:
+        raise LiberoError(
+            f"demo file {path}: data/{name} holds the hand's orientation in the grip site's frame (a file made "
+            "before files recorded the hand body's) and lacks obs/ee_states or obs/joint_states to convert it "
+            "from; collect it again"
+        )
+    return hand_quats_from_site(obs_grp["ee_states"][()][:, 3:6], obs_grp["joint_states"][()])
 
 
 def iter_demos(
@@ -524,7 +643,8 @@ def iter_demos(
     with _open(path) as f:
         data = f["data"]
         info = _info(path, data)
-        flip = upright and (info.image_convention or OPENGL_CONVENTION) == OPENGL_CONVENTION
+        flip = upright and info.image_rows == OPENGL_CONVENTION
+        convert = info.ee_orientation == SITE_ORIENTATION
         names = _demo_names(data)
         if max_demos is not None:
             names = names[: max(int(max_demos), 0)]
@@ -538,14 +658,24 @@ def iter_demos(
             robot_states = grp["robot_states"][()] if "robot_states" in grp else np.zeros((T, 0))
             obs_grp = grp["obs"] if "obs" in grp else None
             keys = list(obs_keys) if obs_keys is not None else (list(obs_grp.keys()) if obs_grp else [])
+            hand = None
+            if convert:
+                hand = _converted_hand(path, name, obs_grp, robot_states)
+                if robot_states.shape[1:] == (9,):
+                    robot_states = robot_states.copy()
+                    robot_states[:, 5:9] = hand
             obs = {}
             for key in keys:
                 source, derive = DERIVED_OBS.get(key, (key, None))
-                if obs_grp is not None and key in obs_grp:
+                if obs_grp is not None and key in obs_grp and not (convert and key == "ee_rot6"):
                     source, derive = key, None
                 if obs_grp is None or source not in obs_grp:
                     raise LiberoError(f"demo file {path}: data/{name}/obs has no '{key}' dataset")
                 arr = obs_grp[source][()]
+                if convert and source == "ee_states":
+                    # The hand body's orientation in place of the grip site's (ee_rot6 is derived from it).
+                    arr = arr.copy()
+                    arr[:, 3:6] = quat_to_axis_angle(hand)
                 if derive is not None:
                     arr = derive(arr)
                 if flip and arr.dtype == np.uint8 and arr.ndim == 4:

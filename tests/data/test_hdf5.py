@@ -395,3 +395,102 @@ def test_image_size_is_read_from_the_first_demo_without_loading(tmp_path):
     assert image_size(path, "no_such_key") is None
     with pytest.raises(LiberoError, match="missing.hdf5"):
         image_size(tmp_path / "missing.hdf5")
+
+
+def _old_and_new_episode(task, steps=60):
+    """One episode of random hand motions from a reset (the hand pointing down), recorded as files made here
+    hold it now (the hand body's orientation) and as they held it before (the grip site's)."""
+    from libero_ll.envs.env import EnvConfig, LiberoEnv, rotation_to_axis_angle
+
+    env = LiberoEnv(task, EnvConfig(render=False))
+    try:
+        obs = env.reset(seed=4)
+        rng = np.random.default_rng(0)
+        new, old = {"ee_states": [], "ee_rot6": [], "robot": []}, {"ee_states": [], "ee_rot6": [], "robot": []}
+        joints = []
+        for _ in range(steps):
+            p = env.robot_proprio()
+            new["ee_states"].append(obs["ee_states"])
+            new["ee_rot6"].append(obs["ee_rot6"])
+            new["robot"].append(env.robot_state())
+            site = rotation_to_axis_angle(p["ee_rot"])
+            old["ee_states"].append(np.r_[p["ee_pos"], site].astype(np.float32))
+            old["ee_rot6"].append(np.r_[p["ee_rot"][:, 0], p["ee_rot"][:, 1]].astype(np.float32))
+            q = np.zeros(4)
+            import mujoco
+
+            mujoco.mju_mat2Quat(q, p["ee_rot"].reshape(9).copy())
+            old["robot"].append(np.r_[p["gripper_states"], p["ee_pos"], q[1:], q[0]])
+            joints.append(obs["joint_states"])
+            action = np.r_[rng.uniform(-0.3, 0.3, 3), rng.uniform(-1, 1, 3), 0.0]
+            obs, _, _ = env.step(action)
+        return {k: np.stack(v) for k, v in new.items()}, {k: np.stack(v) for k, v in old.items()}, np.stack(joints)
+    finally:
+        env.close()
+
+
+def test_files_made_before_the_hand_body_frame_are_read_converted_to_it(tmp_path, bowl_task):
+    # ee_states and robot_states held the grip site's orientation, turned 90 degrees about the hand's axis from
+    # the hand body's that LIBERO's files hold: a policy trained on LIBERO's files read another hand here.
+    from libero_ll.data.hdf5 import EE_ORIENTATION, SITE_ORIENTATION, quat_to_axis_angle
+
+    new, old, joints = _old_and_new_episode(bowl_task)
+    T = len(joints)
+    assert np.abs(new["ee_states"][:, 3:] - old["ee_states"][:, 3:]).max() > 0.5  # the frames differ
+    # As robosuite's eef_quat makes it: the axis-angle of the quaternion it writes in robot_states.
+    np.testing.assert_allclose(new["ee_states"][:, 3:], quat_to_axis_angle(new["robot"][:, 5:9]), atol=1e-5)
+    demo = Demo(actions=np.zeros((T, 7)), states=np.zeros((T, 3)), robot_states=old["robot"],
+                obs={"joint_states": joints, "gripper_states": np.zeros((T, 2)), "ee_states": old["ee_states"],
+                     "ee_rot6": old["ee_rot6"]},
+                init_state=np.zeros(3))
+    path = tmp_path / "old.hdf5"
+    with DemoWriter(path, **{**HEADER, "generator": "scripted-expert 0.18"}) as w:
+        w.add(demo)
+    with h5py.File(path, "r+") as f:
+        del f["data"].attrs["ee_orientation"]  # as files made before hold it
+    assert read_info(path).ee_orientation == SITE_ORIENTATION
+    back = read_demos(path, obs_keys=["ee_states", "ee_rot6", "ee_pos"])[0]
+    np.testing.assert_allclose(back.obs["ee_states"], new["ee_states"], atol=2e-5)
+    np.testing.assert_allclose(back.obs["ee_rot6"], new["ee_rot6"], atol=2e-5)
+    np.testing.assert_allclose(back.obs["ee_pos"], new["ee_states"][:, :3], atol=1e-6)
+    np.testing.assert_allclose(back.robot_states, new["robot"], atol=2e-5)
+    # A file of today says which frame it holds and is read as it is; so are files from elsewhere.
+    write(tmp_path / "new.hdf5", [make_demo(3)])
+    assert read_info(tmp_path / "new.hdf5").ee_orientation == EE_ORIENTATION
+    with h5py.File(tmp_path / "new.hdf5", "r") as f:
+        assert f["data"].attrs["ee_orientation"] == EE_ORIENTATION
+    # An old file cannot be copied as it is into a new one (resuming an older collection).
+    with pytest.raises(LiberoError, match="grip site's frame"):
+        with DemoWriter(tmp_path / "copy.hdf5", **HEADER) as w:
+            w.copy_demo(path)
+    assert not (tmp_path / "copy.hdf5").exists()
+    with h5py.File(path, "r+") as f:
+        f["data"].attrs["ee_orientation"] = "wrist"
+    with pytest.raises(LiberoError, match="ee_orientation is 'wrist'"):
+        read_info(path)
+
+
+@pytest.mark.parametrize("macro, flipped", [("opengl", True), ("opencv", False), (b"opencv", False), (None, True)])
+def test_libero_files_say_their_image_order_and_are_flipped_only_when_it_is_opengls(tmp_path, macro, flipped):
+    # LIBERO's files write robosuite's macro IMAGE_CONVENTION into data.attrs; an "opencv" file was flipped too.
+    path = tmp_path / "libero.hdf5"
+    frames = np.arange(2 * 3 * 2 * 3, dtype=np.uint8).reshape(2, 3, 2, 3)
+    with h5py.File(path, "w") as f:
+        data = f.create_group("data")
+        if macro is not None:
+            data.attrs["macros_image_convention"] = macro
+        g = data.create_group("demo_0")
+        g.create_dataset("actions", data=np.zeros((2, 7)))
+        g.create_dataset("obs/agentview_rgb", data=frames)
+    info = read_info(path)
+    assert info.image_convention is None and info.image_rows == ("opengl" if flipped else "upright")
+    want = frames[:, ::-1] if flipped else frames
+    np.testing.assert_array_equal(read_demos(path)[0].obs["agentview_rgb"], want)
+
+
+def test_an_unknown_libero_image_order_is_refused(tmp_path):
+    path = tmp_path / "libero.hdf5"
+    with h5py.File(path, "w") as f:
+        f.create_group("data").attrs["macros_image_convention"] = "sideways"
+    with pytest.raises(LiberoError, match="macros_image_convention is 'sideways'"):
+        read_info(path)
