@@ -14,7 +14,8 @@ from libero_ll.errors import LiberoError
 
 @dataclass
 class PolicyConfig:
-    """The keys shared by all policies; the defaults are the paper's values."""
+    """The keys shared by all policies; the defaults are the paper's values but for the head's floor, min_std
+    (0.05 where the paper has 1e-4; why is said where it is defined)."""
 
     # Name used in error messages (the registry name of the architecture); not a config key.
     policy_name: ClassVar[str] = "policy"
