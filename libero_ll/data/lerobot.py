@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from libero_ll.data.hdf5 import IMAGE_KEYS, iter_demos, read_info
+from libero_ll.data.hdf5 import IMAGE_KEYS, demo_names, iter_demos, read_info
 from libero_ll.errors import LiberoError
 
 CODEBASE_VERSION = "v3.0"
@@ -48,7 +48,11 @@ STATE_NAMES = [
     "gripper_right",
 ]
 JOINTS_KEY = "observation.joint_states"
-ACTION_NAMES = ["dx", "dy", "dz", "droll", "dpitch", "dyaw", "gripper"]
+# The arm's delta-pose action (robosuite's operational-space controller, libero_ll/envs/control.py): the hand's
+# move (0.05 m per unit) and its turn as an axis-angle vector (0.5 rad per unit), both in the arm base's frame,
+# then the gripper. Exports before these names called the turn droll, dpitch, dyaw; the import reads the action
+# by its feature's name, never by these.
+ACTION_NAMES = ["dx", "dy", "dz", "drot_x", "drot_y", "drot_z", "gripper"]
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 # Encoder name -> the codec name LeRobot records in info.json. Encoders by their own names: a codec's name
 # ("h264") leaves the encoder, and so the options it takes, to the FFmpeg build.
@@ -323,7 +327,7 @@ def _vector(values: np.ndarray, dtype) -> "object":
     return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
 
 
-def _features(height: int, width: int, fps: int, codec: str) -> dict:
+def _features(height: int, width: int, fps: int, codec: str, joints: bool = True) -> dict:
     video = {
         "dtype": "video",
         "shape": [height, width, 3],
@@ -343,7 +347,11 @@ def _features(height: int, width: int, fps: int, codec: str) -> dict:
     return {
         **{key: dict(video) for key in CAMERAS.values()},
         STATE_KEY: {"dtype": "float32", "shape": [8], "names": STATE_NAMES},
-        JOINTS_KEY: {"dtype": "float32", "shape": [7], "names": [f"joint_{i}" for i in range(1, 8)]},
+        **(
+            {JOINTS_KEY: {"dtype": "float32", "shape": [7], "names": [f"joint_{i}" for i in range(1, 8)]}}
+            if joints
+            else {}
+        ),
         "action": {"dtype": "float32", "shape": [7], "names": ACTION_NAMES},
         "next.reward": {"dtype": "float32", **one},
         "next.done": {"dtype": "bool", **one},
@@ -388,7 +396,11 @@ def export_lerobot(
 
     Raises:
         LiberoError: no demo files, ``out`` exists (and is not empty) without overwrite or is not a
-        dataset, a file lacks a camera or the robot's observations, or the files' images differ in size.
+        dataset, a file lacks a camera or the robot's observations, some demos hold joint states and
+        others not, or the files' images differ in size.
+
+    Joint states (``obs/joint_states``) are exported as ``observation.joint_states`` when every demo holds
+    them, and the feature is left out when none does (files imported from a dataset without it).
     """
     started = time.perf_counter()
     video = video or VideoOptions()
@@ -426,6 +438,7 @@ def export_lerobot(
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     tasks = [task_of(f) for f in files]
+    joints = _joint_states_in(files)
     fps = fps or _fps_of(files[0])
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     # SVT-AV1 prints its settings on stderr for every file unless told otherwise.
@@ -439,7 +452,7 @@ def export_lerobot(
             k: _Stats()
             for k in (
                 STATE_KEY,
-                JOINTS_KEY,
+                *((JOINTS_KEY,) if joints else ()),
                 "action",
                 "next.reward",
                 "next.done",
@@ -460,7 +473,7 @@ def export_lerobot(
 
             walk = tqdm(files, desc="export", unit="file")
         for path, task in zip(walk, tasks):
-            obs_keys = [*CAMERAS, "ee_states", "gripper_states", "joint_states"]
+            obs_keys = [*CAMERAS, "ee_states", "gripper_states", *(["joint_states"] if joints else [])]
             for demo in iter_demos(path, obs_keys):
                 T = demo.num_steps
                 frames = {CAMERAS[k]: flip_images(demo.obs[k], flip) for k in IMAGE_KEYS}
@@ -476,7 +489,7 @@ def export_lerobot(
                         f"demo file {path}: images of {size[0]}x{size[1]} pixels; video needs even sizes"
                     )
                 ep = len(episodes)
-                columns = _columns(demo, fps, ep, index, task_index[task])
+                columns = _columns(demo, fps, ep, index, task_index[task], joints)
                 chunk, file, _ = data.add(_table(columns))
                 row = {
                     "episode_index": ep,
@@ -530,7 +543,7 @@ def export_lerobot(
             "splits": {"train": f"0:{len(episodes)}"},
             "data_path": DATA_PATH,
             "video_path": VIDEO_PATH,
-            "features": _features(size[0], size[1], fps, VIDEO_CODECS[video.vcodec]),
+            "features": _features(size[0], size[1], fps, VIDEO_CODECS[video.vcodec], joints),
         }
         _write_json(tmp / INFO_PATH, info)
         _move_into_place(tmp, out, overwrite)
@@ -560,13 +573,41 @@ def export_lerobot(
     )
 
 
-def _columns(demo, fps: int, episode: int, first: int, task: int) -> dict[str, np.ndarray]:
-    """The frame table's columns for one demo, each (T, n)."""
+def _joint_states_in(files: list[Path]) -> bool:
+    """Whether the demos of `files` hold joint states: True when all do (or there are none), False when none
+    does. A dataset's episodes share one set of features, so some with and some without is a LiberoError
+    naming a demo of each."""
+    import h5py
+
+    have = lack = None  # (file, demo) of the first demo found with and without
+    for path in files:
+        names = demo_names(path)  # checks the file (exists, HDF5, has data)
+        with h5py.File(path, "r") as f:
+            for name in names:
+                group = f["data"][name]
+                found = "obs" in group and "joint_states" in group["obs"]
+                if found and have is None:
+                    have = (path, name)
+                elif not found and lack is None:
+                    lack = (path, name)
+                if have and lack:
+                    raise LiberoError(
+                        f"demo file {lack[0]}: data/{lack[1]} has no joint states (obs/joint_states), but "
+                        f"data/{have[1]} of {have[0]} has: the episodes of a dataset share their features, so "
+                        "export files whose demos all hold joint states, or none does"
+                    )
+    return lack is None
+
+
+def _columns(
+    demo, fps: int, episode: int, first: int, task: int, joints: bool = True
+) -> dict[str, np.ndarray]:
+    """The frame table's columns for one demo, each (T, n); joint states only with `joints`."""
     T = demo.num_steps
     last = np.arange(T) == T - 1
     return {
         STATE_KEY: np.concatenate([demo.obs["ee_states"], demo.obs["gripper_states"]], 1),
-        JOINTS_KEY: demo.obs["joint_states"],
+        **({JOINTS_KEY: demo.obs["joint_states"]} if joints else {}),
         "action": demo.actions,
         "next.reward": last.astype(np.float32)[:, None],
         "next.done": last[:, None],

@@ -179,7 +179,7 @@ def import_lerobot(
                     generator=f"{GENERATOR} ({version})",
                 )
             writers[task].add(Demo(
-                actions=_matrix(table, action, ep, root).astype(np.float64),
+                actions=_matrix(table, action, ep, root),  # float32, as LeRobot and collected files hold them
                 states=np.zeros((T, 0)), robot_states=np.zeros((T, 0)), obs=obs, init_state=np.zeros(0),
             ))
             total += T

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import av
 import numpy as np
@@ -262,3 +263,55 @@ def test_an_empty_folder_is_written_without_overwrite(demo_dir, tmp_path, monkey
     assert os.path.samefile(os.getcwd(), here) and (here / "meta/info.json").is_file()
     assert sorted(p.name for p in here.iterdir()) == ["data", "meta", "videos"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]  # no temporary folder left beside
+
+
+def write_demos(path, task: str, Ts, seed: int, joints: bool = True) -> None:
+    """A demo file of one task; without `joints`, its demos hold no obs/joint_states (as files imported from a
+    LeRobot dataset without them)."""
+    with DemoWriter(path, env_name="LiberoEnv", problem_info={"language_instruction": task},
+                    bddl_file_name="", bddl_file_content="", env_args={"control_freq": 20}, generator="test") as w:
+        for i, T in enumerate(Ts):
+            d = demo(T, seed + i)
+            if not joints:
+                d.obs.pop("joint_states")
+            w.add(d)
+
+
+def test_action_dimensions_are_named_as_the_axis_angle_delta_they_are(exported):
+    # They were named droll, dpitch, dyaw: the controller turns the hand by an axis-angle vector, not by Euler angles.
+    out, _ = exported
+    info = json.loads((out / "meta/info.json").read_text())
+    assert info["features"]["action"]["names"] == ["dx", "dy", "dz", "drot_x", "drot_y", "drot_z", "gripper"]
+
+
+def test_files_without_joint_states_export_without_the_feature(tmp_path):
+    # Export asked every file for obs/joint_states: one imported from a LeRobot dataset without them failed
+    # ("has no 'joint_states' dataset").
+    from libero_ll.data.lerobot import JOINTS_KEY
+
+    write_demos(tmp_path / "bowl.hdf5", TASKS["bowl"], (6, 5), seed=1, joints=False)
+    write_demos(tmp_path / "soup.hdf5", TASKS["soup"], (4,), seed=7, joints=False)
+    out = tmp_path / "ds"
+    summary = export_lerobot([tmp_path / "bowl.hdf5", tmp_path / "soup.hdf5"], out)
+    assert (summary.episodes, summary.frames) == (3, 15)
+    info = json.loads((out / "meta/info.json").read_text())
+    assert JOINTS_KEY not in info["features"] and "observation.state" in info["features"]
+    data = pq.read_table(out / info["data_path"].format(chunk_index=0, file_index=0))
+    assert JOINTS_KEY not in data.column_names and data.num_rows == 15
+    stats = json.loads((out / "meta/stats.json").read_text())
+    assert JOINTS_KEY not in stats and stats["action"]["count"] == [15]
+    episodes = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet")
+    assert not [c for c in episodes.column_names if JOINTS_KEY in c]
+    assert "stats/action/mean" in episodes.column_names
+
+
+def test_files_with_and_without_joint_states_are_refused_naming_the_file(tmp_path):
+    # A dataset's episodes share their features: some with joint states and some without is an error, before
+    # anything is written.
+    write_demos(tmp_path / "bowl.hdf5", TASKS["bowl"], (6,), seed=1)
+    write_demos(tmp_path / "soup.hdf5", TASKS["soup"], (4,), seed=7, joints=False)
+    message = (f"demo file {tmp_path / 'soup.hdf5'}: data/demo_0 has no joint states (obs/joint_states), but "
+               f"data/demo_0 of {tmp_path / 'bowl.hdf5'} has")
+    with pytest.raises(LiberoError, match=re.escape(message)):
+        export_lerobot(tmp_path, tmp_path / "ds")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bowl.hdf5", "soup.hdf5"]

@@ -414,3 +414,55 @@ def test_long_instructions_get_file_names_a_file_system_takes(tmp_path):
         (tmp_path / f".{n}.hdf5.partial.tmp").write_text("")  # the longest name collection writes
     with pytest.raises(LiberoError, match="a file; give the dataset's folder"):
         import_lerobot(tmp_path / f".{a}.hdf5.partial.tmp", tmp_path / "out")
+
+
+def test_imported_actions_are_float32_as_collected_files_hold_them(source, tmp_path):
+    # They came back float64 (value-equal): collected files and LeRobot's parquet files hold float32.
+    import h5py
+
+    _, dataset = source
+    s = import_lerobot(dataset, tmp_path / "back")
+    write_v2(tmp_path / "v2", "image")
+    s2 = import_lerobot(tmp_path / "v2", tmp_path / "back2")
+    for path in [*s.files.values(), *s2.files.values()]:
+        assert all(d.actions.dtype == np.float32 for d in read_demos(path)), path
+        with h5py.File(path, "r") as f:
+            assert f["data/demo_0/actions"].dtype == np.float32
+
+
+def test_a_dataset_without_joint_states_comes_back_and_exports_again(tmp_path):
+    # The imported files have no joint states; exporting them again failed ("has no 'joint_states' dataset").
+    from libero_ll.data.lerobot import JOINTS_KEY
+
+    written = write_v2(tmp_path / "v2", "image")
+    import_lerobot(tmp_path / "v2", tmp_path / "back")
+    soup = tmp_path / "back" / "pick_up_the_soup.hdf5"
+    assert "joint_states" not in read_demos(soup)[0].obs
+    s = export_lerobot(tmp_path / "back", tmp_path / "again")
+    assert (s.episodes, s.frames) == (3, 15)
+    assert JOINTS_KEY not in json.loads((tmp_path / "again/meta/info.json").read_text())["features"]
+    s = import_lerobot(tmp_path / "again", tmp_path / "back2")
+    for ep, (path, i) in ((0, ("pick_up_the_soup", 0)), (1, ("open_the_drawer", 0)), (2, ("pick_up_the_soup", 1))):
+        d = read_demos(tmp_path / "back2" / f"{path}.hdf5")[i]
+        _, state, action, pictures = written[ep]
+        assert "joint_states" not in d.obs
+        np.testing.assert_array_equal(d.actions, action)
+        np.testing.assert_array_equal(d.obs["ee_states"], state[:, :6])
+        # Lossless PNG in, lossy video out: 16-pixel pictures with sharp edges, so only roughly alike.
+        assert np.abs(d.obs["agentview_rgb"].astype(int) - pictures["observation.images.image"]).mean() < 16
+
+
+def test_a_dataset_exported_with_the_old_action_names_imports_the_same(source, tmp_path):
+    # Exports before named the turn droll, dpitch, dyaw; the import reads the action by its feature's name only.
+    demos, dataset = source
+    old = tmp_path / "old"
+    shutil.copytree(dataset, old)
+    info = json.loads((old / "meta/info.json").read_text())
+    assert info["features"]["action"]["names"][3:6] == ["drot_x", "drot_y", "drot_z"]
+    info["features"]["action"]["names"] = ["dx", "dy", "dz", "droll", "dpitch", "dyaw", "gripper"]
+    (old / "meta/info.json").write_text(json.dumps(info))
+    s = import_lerobot(old, tmp_path / "back")
+    before = read_demos(demos / "bowl.hdf5")
+    after = read_demos(s.files[TASKS["bowl"]])
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(b.actions, a.actions.astype(np.float32))
