@@ -108,8 +108,9 @@ def register(sub) -> None:
     s.add_argument("--rollouts", type=int, help="rollouts per task (default: the run's eval.rollouts)")
     s.add_argument(
         "--new-states", type=int, metavar="N",
-        help="start from N initial states sampled anew instead of the run's own (those also picked the kept "
-        "epoch); --rollouts defaults to N",
+        help="start from N initial states sampled anew (seeded by --init-seed and each task's name, and checked "
+        "like `libero-ll init-states`) instead of the run's own (those also picked the kept epoch); --rollouts "
+        "defaults to N",
     )
     s.add_argument(
         "--init-seed", type=SEED, help="seed of the new states (default: the run's eval.init_seed + 1000)"

@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from libero_ll.data.hdf5 import Demo, DemoWriter, new_record, read_info, record_step
+from libero_ll.data.hdf5 import EE_ORIENTATION, Demo, DemoWriter, new_record, read_info, record_step
 from libero_ll.envs.env import EnvConfig, LiberoEnv, load_task
 from libero_ll.errors import LiberoError
 from libero_ll.experts.expert import EXPERT_VERSION, ScriptedExpert
@@ -298,6 +298,8 @@ def _settings(job: _Job) -> dict:
     return {
         "format": PARTIAL_FORMAT,
         "generator": EXPERT_VERSION,
+        # The frame of the hand's orientation the demos record (an older collection held the grip site's).
+        "ee_orientation": EE_ORIENTATION,
         "bddl_sha1": hashlib.sha1(job.bddl_text.encode()).hexdigest(),
         "seed": job.seed,
         "env_kwargs": job.env_kwargs,
@@ -322,12 +324,14 @@ def _resume(job: _Job, overwrite: bool) -> dict[int, dict]:
                 if not isinstance(before, dict):
                     raise LiberoError(
                         f"{settings_file}: the settings of an unfinished collection cannot be read (a damaged "
-                        "file); pass --overwrite to discard that collection and start it again"
+                        "file); pass --overwrite (overwrite=True in Python) to discard that collection and start "
+                        "it again, or delete its folder"
                     )
                 changed = sorted(k for k in settings if before.get(k) != settings[k])
                 raise LiberoError(
                     f"{partial}: an unfinished collection made with other settings ({', '.join(changed)}) is "
-                    "there; run it with its own settings to finish it, or pass --overwrite to discard it"
+                    "there; run it with its own settings to finish it, or pass --overwrite (overwrite=True in "
+                    "Python) to discard it, or delete the folder"
                 )
             shutil.rmtree(partial)
     partial.mkdir(parents=True, exist_ok=True)
@@ -555,12 +559,13 @@ def collect_task(
     """Collect `num_demos` successful expert demos of one task into `out_path` (None: dry run).
 
     A file already at `out_path` is an error unless `overwrite` (then it is replaced once the new one is
-    complete), as with `libero-ll collect`; an interrupted earlier call with the same settings is resumed.
-    See `collect` for the other arguments and errors.
+    complete), as with `libero-ll collect`; an interrupted earlier call with the same settings is resumed, and
+    one with other settings is an error unless `overwrite` (then it is discarded). See `collect` for the other
+    arguments and errors.
     """
     if out_path is not None and Path(out_path).exists() and not overwrite:
         raise LiberoError(f"{out_path} exists; pass overwrite=True to replace it")
     return collect(
         [(task_file, out_path)], num_demos, seed, env_config, max_steps,
-        workers=workers, max_attempts=max_attempts, overwrite=True, progress=progress,
+        workers=workers, max_attempts=max_attempts, overwrite=overwrite, progress=progress,
     )[0]

@@ -13,6 +13,7 @@ import io
 import os
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,13 @@ def init_states_path(task_file: str | Path) -> Path:
     """Where a task's fixed initial states live: ``<task>.init.npz`` beside ``<task>.bddl``."""
     p = Path(task_file)
     return p.with_name(p.stem + SUFFIX)
+
+
+def task_init_seed(task_name: str, seed: int) -> int:
+    """The seed of a task's sampled initial states: fixed by the task's name and `seed` alone, so that a task
+    starts from the same states wherever it sits in a run (another task order, a subset of the tasks), as
+    `libero_ll.data.collect.demo_seed` fixes demos. A whole number from 0 to 2**31-1."""
+    return zlib.crc32(f"{task_name}|{int(seed)}".encode()) & 0x7FFFFFFF
 
 
 def scene_fingerprint(task_file: str | Path) -> str:

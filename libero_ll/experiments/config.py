@@ -53,8 +53,12 @@ class EvalConfig:
         rollouts: rollouts per evaluation.
         max_steps: episode cap, policy steps.
         init_states: number of fixed initial states per task: the first ones of the task's shipped
-            `<task>.init.npz` when it is current, else sampled with `init_seed`.
-        init_seed: seed that fixes sampled initial states (the same for every method).
+            `<task>.init.npz` when it is current (and holds that many), else sampled with `init_seed` and
+            checked like `libero-ll init-states` does (the init predicates hold, the goal does not).
+        init_seed: seed that fixes sampled initial states (the same for every method); with the task's name
+            (`libero_ll.envs.init_states.task_init_seed`), so that a task's states do not depend on its place in
+            the run (task order, a subset of the tasks). Runs begun before that sampled task k with
+            init_seed + k; a resumed run keeps the states in its init_states.npz.
         past_tasks: after each task, evaluate all earlier tasks (for NBT and AUC).
         workers: environment processes stepping rollouts in parallel (1: in the training process; 0: one
             per CPU core), at most the rollouts of one evaluation point (`rollouts` times the tasks

@@ -342,9 +342,10 @@ def evaluate_run(
             own tasks for a stage's policy, the tasks the run has begun for "latest".
         rollouts: rollouts per task; default the run's eval.rollouts, or `new_states` when that is given.
         new_states: when given, start the rollouts from this many initial states sampled anew (seed
-            `init_seed`) instead of the run's own; rollout i starts from state i % M either way.
-        init_seed: the seed of the new states (task k uses init_seed + k); default the run's
-            eval.init_seed + 1000.
+            `init_seed`) and checked (the task's init predicates hold, its goal does not) instead of the run's
+            own; rollout i starts from state i % M either way.
+        init_seed: the seed of the new states, with each task's name (`task_init_seed`: a task gets the same
+            states whatever its number in the run); default the run's eval.init_seed + 1000.
         max_steps: episode cap in policy steps; default the run's eval.max_steps.
         workers: evaluation processes (0: one per core); default the run's eval.workers.
         video_dir: when given, each rollout's camera images go to an MP4 under video_dir/<task>/. A task folder
@@ -361,6 +362,7 @@ def evaluate_run(
         LiberoError: what is wrong with the run directory or the arguments, before any rollout.
     """
     from libero_ll.envs.env import LiberoEnv
+    from libero_ll.envs.init_states import sample_init_states, task_init_seed
     from libero_ll.evaluation.rollout import run_rollouts
 
     t_start = time.time()
@@ -402,8 +404,13 @@ def evaluate_run(
             states = {}
             for j in chosen:
                 envs[j] = LiberoEnv(task_files[j], env_cfg)
-                states[j] = envs[j].sample_init_states(int(new_states), seed + j)
-            where = f"{new_states} new initial states (seed {seed} + task number from 0)"
+                # Seeded by the task's name, not its number: a task gets the same new states in any run.
+                try:
+                    states[j] = sample_init_states(envs[j], int(new_states), task_init_seed(names[j], seed))
+                except LiberoError as e:
+                    raise LiberoError(f"{e}; new initial states are sampled with seed {seed} and the task's "
+                                      "name") from None
+            where = f"{new_states} new initial states (seed {seed} with each task's name)"
         n_workers = resolve_workers(int(workers if workers is not None else cfg.eval.workers), n_rollouts)
         if video_dir is not None:
             from libero_ll.evaluation.video import RolloutVideos

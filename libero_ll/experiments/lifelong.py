@@ -925,6 +925,8 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: boo
     for note in stale_demo_notes(data_dir, tasks):
         log(note)
     check_demo_images(cfg, tasks)
+    for note in demo_look_notes(cfg, tasks):
+        log(note)
     check_demo_counts(cfg, tasks, resumed=resumed, note=log if few_demos_note else None)
     obs_keys = policy.image_keys + policy.lowdim_keys
     data = [
@@ -992,6 +994,68 @@ def stale_demo_notes(data_dir: Path, tasks: list[Path]) -> list[str]:
             notes.append(f"note: {path} was collected from another version of {t} (the task files differ); "
                          f"delete it (or use another data.dir) to train on demos of the task as it is now")
     return notes
+
+
+# The env.* settings that change the camera images besides their size (which `check_demo_images` checks), as a
+# demo file's env_args["env_kwargs"] records them (libero_ll.envs.env.EnvConfig).
+IMAGE_SETTINGS = ("robot_mesh", "shadows", "reflections")
+
+
+def _setting_text(value) -> str:
+    """A setting as an override writes it: true/false for a switch."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def demo_look_notes(cfg, tasks: list[Path]) -> list[str]:
+    """Notes on the demo files of `tasks` in `cfg.data.dir` rendered otherwise than the run renders: a setting of
+    IMAGE_SETTINGS that a file's env_args record with another value than the run's env.* (`libero-ll collect`
+    draws the robot's visual meshes by default, the cpu and smoke presets its collision hulls). Training on one
+    look and evaluating on another may be deliberate, so it is a note, not an error. Files that record none of
+    these settings (LIBERO's own, LeRobot imports) get none; files not there yet are collected as the run
+    renders."""
+    from libero_ll.data.hdf5 import read_info
+
+    notes = []
+    for t in tasks:
+        path = task_demo_file(cfg.data.dir, t.stem)
+        if not path.exists():
+            continue
+        info = read_info(path)
+        kwargs = info.env_args.get("env_kwargs") if isinstance(info.env_args, dict) else None
+        if not isinstance(kwargs, dict):
+            continue
+        expert = (info.generator or "").startswith("scripted-expert")
+        for key in IMAGE_SETTINGS:
+            if key not in kwargs:
+                continue
+            have, want = _setting_text(kwargs[key]), _setting_text(cfg.env[key])
+            if have == want:
+                continue
+            if key == "robot_mesh" and expert:
+                remake = f"or collect the demos again with --robot-mesh {want}: {_collect_command(cfg, t)}"
+            elif key == "robot_mesh":
+                remake = f"or make the file again with --robot-mesh {want}"
+            elif expert:
+                remake = ("or delete the file (or use another data.dir) and the run collects the demos as it "
+                          "renders")
+            else:
+                remake = "or make the file again with that setting"
+            notes.append(f"note: {path} was rendered with {key} {have} but the run renders with env.{key}={want}: "
+                         f"the policy trains on images of one look and is evaluated on another; to match, set "
+                         f"env.{key}={have}, {remake}")
+    return notes
+
+
+def _collect_command(cfg, task: Path, more: str = "") -> str:
+    """The `libero-ll collect` command that writes the demo file of `task` as the run `cfg` would collect it."""
+    import shlex
+
+    return " ".join([
+        "libero-ll collect --task", shlex.quote(str(task)), f"--demos {int(cfg.data.demos_per_task)} --out",
+        shlex.quote(str(cfg.data.dir)), f"--seed {int(cfg.data.collect_seed)} --image-size {int(cfg.env.image_size)}",
+        f"--robot-mesh {shlex.quote(str(cfg.env.robot_mesh))} --max-steps {int(cfg.data.expert_max_steps)}"
+        f"{more} --overwrite",
+    ])
 
 
 def _add_corrections(cfg, tasks: list[Path], data: list, embs, obs_keys, log) -> None:
@@ -1097,8 +1161,6 @@ def check_demo_counts(cfg, tasks: list[Path], existing_only: bool = False, resum
 
 def _too_few_demos(cfg, task: Path, path: Path, have: int, want: int, info, resumed: bool) -> str:
     """The message of `check_demo_counts` for one file."""
-    import shlex
-
     from libero_ll.data.collect import MAX_ATTEMPTS
 
     made_by, stats = info.generator or "", info.stats
@@ -1123,12 +1185,7 @@ def _too_few_demos(cfg, task: Path, path: Path, have: int, want: int, info, resu
     else:
         why = f"it was made by {made_by}" if made_by else "it holds no more"
         delete = "the expert's demos then replace the file's; " + delete
-    command = " ".join([
-        "libero-ll collect --task", shlex.quote(str(task)), f"--demos {want} --out",
-        shlex.quote(str(cfg.data.dir)), f"--seed {int(cfg.data.collect_seed)} --image-size {int(cfg.env.image_size)}",
-        f"--robot-mesh {shlex.quote(str(cfg.env.robot_mesh))} --max-steps {int(cfg.data.expert_max_steps)}"
-        f"{more_attempts} --overwrite",
-    ])
+    command = _collect_command(cfg, task, more_attempts)
     fewer = (f"put back the demo file the run was started with (data.demos_per_task is {want} in its config.yaml)"
              if resumed else f"set data.demos_per_task={have} to train on the {have} there")
     return (f"{path} holds {have} demo{'s' if have != 1 else ''} of {task.stem}, but data.demos_per_task is {want} "
@@ -1139,9 +1196,14 @@ def _init_states(cfg, tasks: list[Path], envs, names: list[str], run_dir: Path, 
     """The fixed initial states of every task, kept in RUN_DIR/init_states.npz (a resumed run reuses them).
 
     A task's shipped states (`<task>.init.npz` beside its task file) are used when they are current and
-    hold enough states; otherwise `eval.init_states` states are sampled with `eval.init_seed`.
+    hold enough states; otherwise `eval.init_states` states are sampled with the seed
+    `task_init_seed(task name, eval.init_seed)`, which does not depend on where the task sits in the run, and
+    checked (the init predicates hold, the goal does not).
+
+    Raises:
+        LiberoError: a sampled start fails that check (naming the task file and the state).
     """
-    from libero_ll.envs.init_states import has_init_states, load_init_states
+    from libero_ll.envs.init_states import has_init_states, load_init_states, sample_init_states, task_init_seed
 
     path = run_dir / "init_states.npz"
     if path.exists():
@@ -1152,18 +1214,29 @@ def _init_states(cfg, tasks: list[Path], envs, names: list[str], run_dir: Path, 
             raise LiberoError(
                 f"{path} is damaged and cannot be read ({type(e).__name__}: {first_line(e)}); delete it and "
                 f"resume again: the run makes it again the way it first did (from the initial states kept with "
-                f"its task files in {run_dir / 'tasks'}, else sampled with eval.init_seed)"
+                f"its task files in {run_dir / 'tasks'}, else sampled with eval.init_seed and the task's name; sampled "
+                f"states of a run begun before they were seeded by the task's name come out different)"
             ) from None
     n = int(cfg.eval.init_states)
     states = []
-    for k, (task, env) in enumerate(zip(tasks, envs)):
+    for task, env, name in zip(tasks, envs, names):
         if has_init_states(task):
             try:
                 states.append(load_init_states(task, n, state_size=env.get_state().shape[0]))
                 continue
             except LiberoError as e:
                 log(f"not using the shipped initial states: {e}")
-        states.append(env.sample_init_states(n, int(cfg.eval.init_seed) + k))
+        # Seeded by the task's name, not its place in the run: the same task starts from the same states under
+        # any task order or subset. Runs begun before sampled task k with eval.init_seed + k; they keep those
+        # (a resumed run reads its init_states.npz above).
+        seed = task_init_seed(name, int(cfg.eval.init_seed))
+        try:
+            states.append(sample_init_states(env, n, seed))
+        except LiberoError as e:
+            raise LiberoError(
+                f"{e}; the run samples the fixed initial states of a task without current stored ones (seed from "
+                f"eval.init_seed {int(cfg.eval.init_seed)} and the task's name)"
+            ) from None
     tmp = run_dir / ".init_states.npz.tmp"
     with open(tmp, "wb") as f:
         np.savez(f, **{name: st for name, st in zip(names, states)})

@@ -4,7 +4,7 @@ dataset statistics, demo indices that fail, and the command's errors."""
 from __future__ import annotations
 
 import contextlib
-
+import json
 import os
 import shutil
 import signal
@@ -124,7 +124,14 @@ def test_a_collection_that_fails_after_a_demo_keeps_it(bowl_task, small_env_conf
         collect([(bowl_task, path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS)
     partial = Path(str(path) + PARTIAL_SUFFIX)
     assert sorted(p.name for p in partial.iterdir()) == ["collection.json", "demo_0.hdf5"]
+    # A collection begun before demos recorded the hand body's orientation is not resumed into a file that says
+    # it holds it: its settings lack ee_orientation.
+    settings = json.loads((partial / "collection.json").read_text())
+    (partial / "collection.json").write_text(json.dumps({k: v for k, v in settings.items() if k != "ee_orientation"}))
     monkeypatch.setattr(_Collector, "run", run)
+    with pytest.raises(LiberoError, match=r"other settings \(ee_orientation\)"):
+        collect([(bowl_task, path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS)
+    (partial / "collection.json").write_text(json.dumps(settings))
     [stats] = collect([(bowl_task, path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS)
     assert stats.resumed == 1 and stats.kept == NUM_DEMOS and path.exists() and not partial.exists()
 
@@ -191,6 +198,26 @@ def test_collect_task_keeps_an_existing_file_unless_told(reference_demos, bowl_t
     with pytest.raises(LiberoError, match="exists; pass overwrite=True to replace it"):
         collect_task(bowl_task, path, 1, seed=5)
     assert path.read_bytes() == before
+
+
+def test_collect_task_keeps_an_unfinished_collection_with_other_settings_unless_told(bowl_task, small_env_config,
+                                                                                     tmp_path):
+    # The Python call discarded it without a word, where `libero-ll collect` refuses without --overwrite.
+    from libero_ll.data.collect import collect_task
+
+    path = tmp_path / f"{bowl_task.stem}.hdf5"
+    partial = Path(str(path) + PARTIAL_SUFFIX)
+    partial.mkdir()
+    (partial / "collection.json").write_text('{"seed": 7}')
+    (partial / "demo_7.failed").write_text('{"attempts": 5}')  # a settled index of that collection
+    with pytest.raises(LiberoError, match=r"an unfinished collection made with other settings \(.*seed.*\).*"
+                                          r"overwrite=True"):
+        collect_task(bowl_task, path, 1, seed=0, env_config=small_env_config, max_steps=MAX_STEPS)
+    assert sorted(p.name for p in partial.iterdir()) == ["collection.json", "demo_7.failed"]
+    assert not path.exists()
+    stats = collect_task(bowl_task, path, 1, seed=0, env_config=small_env_config, max_steps=MAX_STEPS,
+                         overwrite=True)
+    assert stats.kept == 1 and path.exists() and not partial.exists()
 
 
 def test_unfinished_collection_with_other_settings_is_not_mixed_in(reference_demos, collect_args, tmp_path,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from libero_ll.envs.init_states import init_states_path, load_init_states, write_init_states
+from libero_ll.envs.init_states import init_states_path, load_init_states, task_init_seed, write_init_states
 from libero_ll.errors import LiberoError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,6 +35,14 @@ def test_write_load_and_replay(tmp_path, soup_env):
         load_init_states(task, n=5)
     with pytest.raises(LiberoError, match="simulator has 3"):
         load_init_states(task, state_size=3)
+
+
+def test_task_init_seed_depends_on_the_task_and_the_seed_only():
+    # A run's sampled states are seeded by this; it must not be the task's position (the same in any order).
+    a = task_init_seed("put_the_black_bowl_on_the_plate", 7)
+    assert a == task_init_seed("put_the_black_bowl_on_the_plate", 7) and 0 <= a < 2**31
+    assert a != task_init_seed("put_the_black_bowl_on_the_plate", 8)
+    assert a != task_init_seed("put_the_alphabet_soup_in_the_basket", 7)
 
 
 def test_stale_missing_and_broken_files_are_refused(tmp_path, soup_env):

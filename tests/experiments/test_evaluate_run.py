@@ -166,6 +166,18 @@ def test_stage_checkpoint_and_new_states(run_dir):
     assert not np.array_equal(first.frames[(0, 0)][0], first.frames[(0, 1)][0])
 
 
+def test_new_states_are_seeded_by_the_task_not_its_number(run_dir, smoke_envs):
+    # They were sampled with init_seed + the task's number: the same task got other states in another order.
+    from libero_ll.envs.init_states import sample_init_states, task_init_seed
+
+    rec = Frames()
+    evaluate_run(run_dir, tasks=["2"], new_states=2, init_seed=5, workers=1, recorder=rec, log=lambda s: None)
+    env = smoke_envs[1]
+    states = sample_init_states(env, 2, task_init_seed(Path(env.spec.path).stem, 5))
+    for i, state in enumerate(states):
+        assert np.array_equal(rec.frames[(1, i)][0], env.reset_to(state)["agentview_rgb"])
+
+
 def test_a_run_evaluates_with_its_own_task_files_from_anywhere(run_dir, tmp_path, monkeypatch):
     """A run keeps copies of its task files (and their stored initial states) with their learning order, and
     is evaluated with them: moved to another machine, or read from another folder than it was trained in,

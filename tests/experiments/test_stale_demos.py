@@ -1,6 +1,8 @@
-"""A run names the scripted expert's demo files that an older expert or another version of the task file made."""
+"""A run names the scripted expert's demo files that an older expert or another version of the task file made,
+and demo files rendered otherwise than it renders."""
 
 import numpy as np
+import pytest
 
 from libero_ll.data.hdf5 import Demo, DemoWriter
 from libero_ll.experiments.lifelong import stale_demo_notes
@@ -60,3 +62,68 @@ def test_an_older_expert_is_named_and_other_makers_are_not(tmp_path):
     # Teleoperated or imported demos hold another file's text and are taken as they are.
     write_demos(tmp_path / "toy.hdf5", "(define (problem other))", "teleoperation")
     assert stale_demo_notes(tmp_path, [task]) == []
+
+
+def _look_config(folder, **env):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({
+        "data": {"dir": str(folder), "demos_per_task": 2, "collect_seed": 0, "expert_max_steps": 300},
+        "env": {"image_size": 8, "robot_mesh": "collision", "shadows": False, "reflections": False, **env},
+    })
+
+
+def _write_with_env_args(path, env_args, generator=EXPERT_VERSION):
+    rng = np.random.default_rng(0)
+    demo = Demo(actions=rng.uniform(-1, 1, (3, 7)), states=rng.normal(size=(3, 4)),
+                robot_states=rng.normal(size=(3, 9)), obs={"agentview_rgb": np.zeros((3, 8, 8, 3), np.uint8)},
+                init_state=rng.normal(size=4), model_file="<mujoco/>", seed=0)
+    with DemoWriter(path, env_name="toy", problem_info={}, bddl_file_name="toy.bddl", bddl_file_content=TASK_TEXT,
+                    env_args=env_args, generator=generator) as w:
+        w.add(demo)
+
+
+def test_demos_rendered_otherwise_than_the_run_are_named(tmp_path):
+    # A run never compared how its demo files were rendered with how it renders (only the image size).
+    from libero_ll.experiments.lifelong import demo_look_notes
+
+    task = tmp_path / "toy.bddl"
+    task.write_text(TASK_TEXT)
+    kwargs = {"image_size": 8, "robot_mesh": "visual", "shadows": False, "reflections": False, "controller": "lean"}
+    _write_with_env_args(tmp_path / "toy.hdf5", {"env_name": "toy", "env_kwargs": kwargs})
+    [note] = demo_look_notes(_look_config(tmp_path), [task])
+    assert note.startswith(f"note: {tmp_path / 'toy.hdf5'} was rendered with robot_mesh visual but the run "
+                           "renders with env.robot_mesh=collision")
+    assert "set env.robot_mesh=visual" in note and "libero-ll collect --task" in note
+    assert "--robot-mesh collision" in note
+    assert demo_look_notes(_look_config(tmp_path, robot_mesh="visual"), [task]) == []
+    [note] = demo_look_notes(_look_config(tmp_path, robot_mesh="visual", shadows=True), [task])
+    assert "rendered with shadows false but the run renders with env.shadows=true" in note
+    assert "set env.shadows=false" in note
+    # Teleoperated files: remade with the setting, never collected over.
+    _write_with_env_args(tmp_path / "toy.hdf5", {"env_name": "toy", "env_kwargs": kwargs}, "teleoperation")
+    [note] = demo_look_notes(_look_config(tmp_path), [task])
+    assert "make the file again with --robot-mesh collision" in note and "libero-ll collect" not in note
+    # Files that do not record these settings (LIBERO's own, LeRobot imports) get no note.
+    for env_args in ({}, {"env_name": "x", "env_kwargs": {"camera_heights": 128, "has_renderer": False}},
+                     {"control_freq": 20, "source": "somewhere"}):
+        _write_with_env_args(tmp_path / "toy.hdf5", env_args, "teleoperation")
+        assert demo_look_notes(_look_config(tmp_path), [task]) == []
+
+
+def test_a_run_notes_demos_rendered_with_another_robot_mesh(smoke_data, smoke_envs, make_smoke_config, tmp_path):
+    # The smoke preset's demos are rendered with the collision hulls; a run drawing the visual meshes says so.
+    from libero_ll.experiments.lifelong import run_lifelong
+
+    class Noted(Exception):
+        pass
+
+    cfg = make_smoke_config(tmp_path, smoke_data, "env.robot_mesh=visual", "language_encoder=task_id")
+
+    def log(line):
+        if line.startswith("note: ") and "robot_mesh" in line:
+            raise Noted(line)
+
+    with pytest.raises(Noted, match=r"was rendered with robot_mesh collision but the run renders with "
+                                    r"env.robot_mesh=visual.*set env.robot_mesh=collision"):
+        run_lifelong(cfg, log=log, envs=smoke_envs)
