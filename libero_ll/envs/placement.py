@@ -300,8 +300,11 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator,
     instances = spec.instances()
     layout = Layout()
     poses = layout.poses
-    footprints: list[Footprint] = []
+    # What stands in a region with ranges, by the instance the region is on (the table, or a plate or cabinet
+    # whose frame the ranges are in): a thing is kept clear only of the things that stand on the same support.
+    footprints: list[tuple[str, Footprint]] = []
     outlines: list[Outline] = []
+    support: dict[str, str] = {}
     # What stands on, in or relative to each instance: it moves along when relax() moves its support.
     children: dict[str, list[str]] = {}
     pending = []
@@ -336,6 +339,7 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator,
                 return False
             origin, frame_yaw = frame
             yaws = region.yaw_rotation or [(0.0, 0.0)]
+            beside = [o for o in outlines if support[o.name] == region.target]
 
             def draw() -> tuple[np.ndarray, float, tuple]:
                 box = region.ranges[rng.integers(len(region.ranges))]
@@ -352,8 +356,9 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator,
                                movable=model.kind == "object", bounds=bounds)
 
             def put(xy: np.ndarray, yaw: float, box: tuple) -> None:
-                footprints.append(Footprint(xy, model.half_size[:2], yaw))
+                footprints.append((region.target, Footprint(xy, model.half_size[:2], yaw)))
                 outlines.append(outline(xy, yaw, box))
+                support[a] = region.target
                 if get_model(instances[region.target]).kind != "workspace":
                     children.setdefault(region.target, []).append(a)
                 # Fixtures are welded where they are put and never settle: no drop for them.
@@ -363,7 +368,7 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator,
             if positions is not None and a in positions:
                 xy, yaw, box = draw()
                 xy = np.asarray(positions[a], dtype=float)[:2].copy()
-                depth, other = max(((outline(xy, yaw, box).contact(o)[0], o.name) for o in outlines),
+                depth, other = max(((outline(xy, yaw, box).contact(o)[0], o.name) for o in beside),
                                    default=(-math.inf, ""))
                 put(xy, yaw, box)
                 if depth > 0.0:
@@ -372,7 +377,7 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator,
             for _ in range(MAX_TRIES):
                 xy, yaw, box = draw()
                 mine = Footprint(xy, model.half_size[:2], yaw)
-                if not any(mine.overlaps(f) for f in footprints):
+                if not any(mine.overlaps(f) for on, f in footprints if on == region.target):
                     put(xy, yaw, box)
                     return True
             # The region is too tight for our footprints. Like LIBERO's sampler, keep centres apart by
@@ -381,7 +386,7 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator,
             for _ in range(MAX_TRIES):
                 xy, yaw, box = draw()
                 mine = outline(xy, yaw, box)
-                worst = max(((mine.contact(o)[0], o.name) for o in outlines), default=(-math.inf, ""))
+                worst = max(((mine.contact(o)[0], o.name) for o in beside), default=(-math.inf, ""))
                 if best is None or worst[0] < best[3][0]:
                     best = (xy, yaw, box, worst)
                 if worst[0] <= 0.0:
@@ -448,7 +453,9 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator,
             raise LiberoError(f"init predicates form a cycle or lean on an unplaced instance: {names}")
         pending = [p for p in pending if p not in progressed]
     if layout.crowded:
-        _relax_layout(layout, outlines, children)
+        # Each support's things apart from each other (a thing on the cabinet does not push one on the table).
+        for target in dict.fromkeys(support.values()):
+            _relax_layout(layout, [o for o in outlines if support[o.name] == target], children)
     return layout
 
 

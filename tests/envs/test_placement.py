@@ -137,3 +137,35 @@ def test_round_models_are_circles_and_boxes_are_not():
     assert round_radius(get_model("akita_black_bowl")) == pytest.approx(0.063, abs=1e-3)
     for category in ("cookies", "milk", "porcelain_mug", "wooden_cabinet"):
         assert round_radius(get_model(category)) is None
+
+
+@pytest.mark.parametrize("target", ["plate_1", "wooden_cabinet_1"])
+def test_a_region_with_ranges_on_an_object_or_fixture_places_things_on_it(tmp_path, target):
+    # Ranges are in the target's own frame (bddl.md); the sampler kept the thing clear of the target's own
+    # footprint, so nothing could ever be placed there ("plate_1 overlaps it by 14.7 cm").
+    from libero_ll.assets.categories import get_model
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    example = Path(__file__).resolve().parents[2] / "bddl_tasks/examples/kitchen_put_the_bowl_in_the_top_drawer_and_close_it.bddl"
+    text = example.read_text()
+    bowl = "(On akita_black_bowl_1 kitchen_table_akita_black_bowl_init_region)"
+    assert bowl in text
+    text = text.replace(
+        "(plate_init_region ",
+        f"(rest_region (:target {target}) (:ranges ((-0.02 -0.02 0.02 0.02))))\n    (plate_init_region ",
+    ).replace(bowl, f"(On akita_black_bowl_1 {target}_rest_region)")
+    path = tmp_path / "on_target.bddl"
+    path.write_text(text)
+    spec = parse_file(str(path))
+    for seed in range(5):
+        poses = sample_placements(spec, ARENAS.get(spec.problem_class), np.random.default_rng(seed)).poses
+        base, bowl_pose = poses[target], poses["akita_black_bowl_1"]
+        local = bowl_pose.pos[:2] - base.pos[:2]
+        assert np.all(np.abs(local) <= 0.02 + 1e-9)  # within the ranges about the target's centre
+        assert bowl_pose.pos[2] > base.pos[2] + get_model(spec.instances()[target]).half_size[2]  # above its top
+    env = LiberoEnv(path, EnvConfig(render=False))
+    try:
+        env.reset(seed=0)
+        assert all(holds for _, holds in env.predicate_values(spec.init))
+    finally:
+        env.close()
