@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from libero_ll.bddl.spec import (
     PREDICATE_ARITY,
     PREDICATE_SPELLING,
+    PROBLEM_CLASSES,
     And,
     Formula,
     Loc,
@@ -42,12 +43,16 @@ SECTIONS = (
 )
 REGION_ATTRIBUTES = (":target", ":ranges", ":yaw_rotation", ":rgba")
 _CONNECTIVES = {"and": "And", "or": "Or", "not": "Not"}
+_CANONICAL_CLASS = {c.lower(): c for c in PROBLEM_CLASSES}
 _KNOWN_PREDICATES = ", ".join(PREDICATE_SPELLING.values())
 
 # Deeper nesting than any task needs is refused before recursive code could overflow the stack.
 MAX_DEPTH = 100
 
-_TOKEN_RE = re.compile(r"(?P<ws>\s+)|(?P<comment>;[^\n]*)|(?P<paren>[()])|(?P<atom>[^\s();]+)")
+# A comment runs to the end of its line, whichever line ending the file uses.
+_TOKEN_RE = re.compile(r"(?P<ws>\s+)|(?P<comment>;[^\r\n]*)|(?P<paren>[()])|(?P<atom>[^\s();]+)")
+# A line ends at '\n', '\r\n' or a lone '\r' (old Mac files): each counts as one line break.
+_LINE_BREAK_RE = re.compile(r"\r\n?|\n")
 
 
 class BddlError(LiberoError):
@@ -120,10 +125,10 @@ def _read_tree(text: str, path: str) -> list:
         kind = m.lastgroup
         start = m.start()
         if kind == "ws":
-            newlines = m.group().count("\n")
-            if newlines:
-                line += newlines
-                line_start = m.group().rfind("\n") + start + 1
+            breaks = list(_LINE_BREAK_RE.finditer(m.group()))
+            if breaks:
+                line += len(breaks)
+                line_start = start + breaks[-1].end()
             continue
         if kind == "comment":
             continue
@@ -324,7 +329,10 @@ class _Parser:
 
     def section_problem(self, node: _List) -> None:
         value = self.one_atom(node, "problem class", PROBLEM_RE)
-        self.problem_class = value.text
+        # Compared without case, as LIBERO's reader lower-cases the whole file, and kept in its registered
+        # spelling, which is what the scene families are looked up by; an unknown one is kept as written, for
+        # the validator to name.
+        self.problem_class = _CANONICAL_CLASS.get(value.text.lower(), value.text)
         self.section_locs[":problem"] = value.loc
 
     def section_domain(self, node: _List) -> None:
@@ -448,9 +456,9 @@ class _Parser:
                 target = target_node.text
                 locs["target"] = target_node.loc
             elif key == ":ranges":
-                ranges = self.number_lists(attr, "ranges", 4, "(x_min y_min x_max y_max)", locs)
+                ranges = self.number_lists(attr, "ranges", 4, "(x_min y_min x_max y_max)", locs, name)
             elif key == ":yaw_rotation":
-                yaws = self.number_lists(attr, "yaw_rotation", 2, "(yaw_min yaw_max)", locs)
+                yaws = self.number_lists(attr, "yaw_rotation", 2, "(yaw_min yaw_max)", locs, name)
             else:
                 rgba = self.rgba(attr, locs)
         if target is None:
@@ -458,7 +466,7 @@ class _Parser:
         return Region(name, target, ranges, yaws, rgba, loc=name_node.loc, locs=locs)
 
     def number_lists(
-        self, attr: _List, what: str, size: int, shape: str, locs: dict[str, Loc]
+        self, attr: _List, what: str, size: int, shape: str, locs: dict[str, Loc], region: str
     ) -> list[tuple]:
         """``(:what ((n ...) (n ...)))``: one wrapping list holding lists of ``size`` numbers."""
         head = attr.items[0]
@@ -474,6 +482,12 @@ class _Parser:
             raise self.error(bad, f"{head.text} holds a list of lists, found {_describe(bad)}: {usage}")
         if len(attr.items) > 2:
             raise self.error(attr.items[2], f"{head.text} takes one list of {shape}: {usage}")
+        if what == "ranges" and not wrapper.items:
+            raise self.error(
+                wrapper,
+                f"{head.text} of region '{region}' is empty: give at least one {shape}, or leave {head.text} out "
+                "for an affordance region",
+            )
         out = []
         for i, group in enumerate(wrapper.items):
             values = [self.number(x) for x in group.items]
@@ -590,8 +604,9 @@ def parse_file(path) -> TaskSpec:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        before = data[: e.start]
-        line = before.count(b"\n") + 1
-        col = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", errors="replace")) + 1
+        before = data[: e.start].decode("utf-8", errors="replace")
+        breaks = list(_LINE_BREAK_RE.finditer(before))
+        line = len(breaks) + 1
+        col = len(before) - (breaks[-1].end() if breaks else 0) + 1
         raise BddlError(path, line, col, "the file is not valid UTF-8 text") from None
     return parse_string(text, path)

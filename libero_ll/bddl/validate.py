@@ -93,9 +93,13 @@ class _Validator:
         if spec.domain.lower() != "robosuite":
             self.add(locs.get(":domain"), f"unknown domain '{spec.domain}'; task files use robosuite")
         if spec.problem_class not in PROBLEM_CLASSES:
+            # The parser reads the class without case, into its registered spelling; one built in code is not
+            # rewritten, since the scene family is looked up by that spelling.
+            same = [c for c in PROBLEM_CLASSES if c.lower() == str(spec.problem_class).lower()]
             self.add(
                 locs.get(":problem"),
-                f"unknown problem class '{spec.problem_class}'; known: " + ", ".join(PROBLEM_CLASSES),
+                f"unknown problem class '{spec.problem_class}'; "
+                + (f"did you mean '{same[0]}'?" if same else "known: " + ", ".join(PROBLEM_CLASSES)),
             )
         if not spec.language.strip():
             self.add(locs.get(":language"), "the language instruction is empty")
@@ -384,6 +388,22 @@ class _Validator:
             self.check_pair(p, kinds[1])
         elif p.name in _JOINT_PREDICATES:
             self.check_joint(p, kinds[0])
+        elif p.name == "up":
+            self.check_up(p)
+
+    def check_up(self, p: Predicate) -> None:
+        """Up(a): a can rise, so not a fixture nor the workspace, which are welded to the world."""
+        (a,) = p.args
+        if not self.is_fixture(a):
+            return
+        if self.is_workspace(a):
+            what = f"the workspace ({self.instances[a]})"
+        else:
+            what = "a fixture"
+        self.add(
+            self.arg_loc(p, 0),
+            f"'{a}' is {what}, welded to the world: it never rises, so Up of it can never hold; Up takes an object",
+        )
 
     @staticmethod
     def arg_loc(p: Predicate, i: int) -> Loc | None:
@@ -422,13 +442,17 @@ class _Validator:
                 f"'{b}' is a region of '{a}' itself: nothing is {spelled} a region of its own",
             )
             return
-        facts = self.facts.get(self.instances[a])
-        if facts is not None and facts.kind == "workspace":
+        if self.is_workspace(a):
             self.add(
                 self.arg_loc(p, 0),
                 f"'{a}' is the workspace ({self.instances[a]}) that everything else stands on: "
                 f"it is never {spelled} anything",
             )
+            return
+        if where_kind == "instance" and self.is_workspace(b):
+            # Nothing places a thing on the workspace as a whole (placement samples a pose in a region), and On of
+            # it would hold only near the workspace's centre.
+            self.add(self.arg_loc(p, 1), f"{spelled} of {self.workspace_hint(b)}")
             return
         if (a in self.spec.fixtures and support in self.spec.objects) or (p.name == "in" and self.is_fixture(a)):
             # Welded to the world, a fixture stands on the workspace or on another fixture; nor is it ever In a
@@ -481,6 +505,26 @@ class _Validator:
                 f"In takes a region of a container (a drawer, basket, compartment), but '{b}' is a surface "
                 f"({whose}) that things stand On; use On for it",
             )
+
+    def is_workspace(self, inst: str) -> bool:
+        """Whether the facts say ``inst`` is the workspace (the table or floor); False where they do not tell."""
+        facts = self.facts.get(self.instances[inst])
+        return facts is not None and facts.kind == "workspace"
+
+    def workspace_hint(self, ws: str) -> str:
+        """What to name instead of the workspace ``ws`` itself: the regions of it the file declares."""
+        said = (
+            f"'{ws}', the workspace ({self.instances[ws]}) itself: things stand on the workspace in one of its "
+            "regions, with On; "
+        )
+        declared = [r.full_name for r in self.spec.regions.values() if r.target == ws]
+        if declared:
+            more = f" (and {len(declared) - 5} more)" if len(declared) > 5 else ""
+            return said + "name one declared in :regions: " + ", ".join(declared[:5]) + more
+        return (
+            said + f"declare one in :regions, e.g. (<name> (:target {ws}) (:ranges ((x_min y_min x_max y_max)))), "
+            f"and name it {ws}_<name>"
+        )
 
     def is_fixture(self, inst: str) -> bool:
         """Whether ``inst`` is welded to the world: what its category is, where the facts tell, else whether it
@@ -599,8 +643,10 @@ def validate(
         categories: known category name -> names of its affordance regions, from the asset library;
             None skips the checks that need it (unknown categories, affordance region names).
         facts: category name -> its CategoryFacts, from the asset library; None (or a category left
-            out) skips the checks that need them: the workspace placed On or In something, and
-            Open/Close/TurnOn/TurnOff of a thing without a drawer, door or knob of that kind.
+            out) skips the checks that need them: the workspace placed On or In something, or named
+            as what something is On or In, Up of the workspace (of another fixture, the :fixtures
+            section tells), and Open/Close/TurnOn/TurnOff of a thing without a drawer, door or knob
+            of that kind.
 
     Returns a list of BddlError, empty when the spec is valid. Warnings are left out; see
     validate_with_warnings().

@@ -1,7 +1,8 @@
 """Write a TaskSpec as a task file in one canonical layout that LIBERO's own reader also accepts.
 
 The output is deterministic, and parsing it gives back an equal TaskSpec (floats are written with
-repr(), which round-trips exactly).
+repr(), which round-trips exactly). A goal using the Or/Not extension is the one thing written that
+LIBERO's reader does not take.
 """
 
 from __future__ import annotations
@@ -52,13 +53,13 @@ def _language(text: str) -> str:
         raise LiberoError(f"cannot write the instruction {text!r}: it must be whitespace-normalised")
     if ";" in text:
         raise LiberoError(f"cannot write the instruction {text!r}: ';' starts a comment in task files")
-    depth = 0
-    for ch in text:
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth < 0:
-            break
-    if depth != 0:
-        raise LiberoError(f"cannot write the instruction {text!r}: its parentheses are unbalanced")
+    if "(" in text or ")" in text:
+        # Our reader takes them as text, but LIBERO's keeps a parenthesised part as a nested list, and joining the
+        # instruction's words then fails: the file would not load there.
+        raise LiberoError(
+            f"cannot write the instruction {text!r}: LIBERO's reader cannot read parentheses in :language; "
+            "write it without them"
+        )
     return text
 
 
@@ -106,7 +107,8 @@ def write_string(spec: TaskSpec) -> str:
     """The text of the task file for ``spec`` (a TaskSpec), ending in a newline.
 
     Raises LiberoError when the spec holds something a task file cannot express (a bad name, a
-    non-finite number, an instruction with ';' or unbalanced parentheses).
+    non-finite number, an instruction with ';' or parentheses, which LIBERO's reader cannot read there).
+    Goals with Or or Not (this project's extension) are written as they are; LIBERO's reader does not take them.
     """
     out = [
         f"(define (problem {_name(spec.problem_class, 'problem class', PROBLEM_RE)})",

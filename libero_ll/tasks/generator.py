@@ -147,12 +147,14 @@ class SuitePlan:
     requests: list[TaskRequest] = field(default_factory=list)
 
 
-def _scene_ref(value, where: str) -> SceneTemplate:
+def _scene_ref(value, where: str, key: str = "scene") -> SceneTemplate:
+    """The scene `value` names or describes; its errors start with `where` and `key` (the spec and task, and the
+    key the scene is written under)."""
     if isinstance(value, dict):
-        return parse_scene(value, where=f"{where}scene")
+        return parse_scene(value, where=f"{where}{key}")
     if not isinstance(value, str):
-        raise LiberoError(f"{where}scene: give a scene name or a scene mapping")
-    return load_scene(value)
+        raise LiberoError(f"{where}{key}: give a scene name or a scene mapping")
+    return load_scene(value, where=f"{where}{key}: ")
 
 
 def _steps(goal, where: str) -> list[tuple[str, object]]:
@@ -211,7 +213,10 @@ def parse_plan(data, where: str = "") -> SuitePlan:
     if "scene" in data and "scenes" in data:
         raise LiberoError(f"{where}give 'scene' or 'scenes', not both")
     listed = _list(data, "scenes", where, "[KITCHEN_SCENE1, KITCHEN_SCENE2]")
-    scenes = [_scene_ref(s, where) for s in (listed or ([data["scene"]] if "scene" in data else []))]
+    if listed:
+        scenes = [_scene_ref(s, where, f"scenes[{i}]") for i, s in enumerate(listed)]
+    else:
+        scenes = [_scene_ref(data["scene"], where)] if "scene" in data else []
     suite = data.get("suite", "generated")
     if not isinstance(suite, str) or not suite.strip():
         raise LiberoError(f"{where}suite: expected a name, got {suite!r}")
@@ -230,6 +235,9 @@ def parse_plan(data, where: str = "") -> SuitePlan:
         if language is not None and (not isinstance(language, str) or not language.strip()):
             raise LiberoError(f"{at}language: expected a sentence (or no language: the templates' words), "
                               f"got {language!r}")
+        if language is not None and ("(" in language or ")" in language):
+            raise LiberoError(f"{at}language: {language!r} holds parentheses, which LIBERO's reader cannot read in "
+                              ":language; write it without them")
         if "scene" in task:
             scene = _scene_ref(task["scene"], at)
         else:

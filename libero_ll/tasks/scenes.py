@@ -387,11 +387,14 @@ def _scene_files() -> dict[str, Path]:
 _CACHE: dict[str, SceneTemplate] = {}
 
 
-def load_scene(name: str) -> SceneTemplate:
-    """The shipped scene template `name` (e.g. ``KITCHEN_SCENE3``); LiberoError listing the known ones."""
+def load_scene(name: str, where: str = "") -> SceneTemplate:
+    """The shipped scene template `name` (e.g. ``KITCHEN_SCENE3``); LiberoError listing the known ones.
+
+    `where` prefixes the error for an unknown name (the spec file and the key that names the scene).
+    """
     if name not in _CACHE:
         files = _scene_files()
         if name not in files:
-            raise LiberoError(f"unknown scene {name!r}; known: {', '.join(sorted(files))}")
+            raise LiberoError(f"{where}unknown scene {name!r}; known: {', '.join(sorted(files))}")
         _CACHE[name] = parse_scene(load_yaml(files[name].read_text(encoding="utf-8")), where=str(files[name].name))
     return copy.deepcopy(_CACHE[name])

@@ -278,6 +278,25 @@ def test_crlf_tabs_and_byte_order_mark():
     assert (e.value.line, e.value.col) == (12, 16)
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+def test_every_line_ending_counts_lines_alike(newline):
+    # Old-Mac files (lone CR) put every error on line 1, and a comment ran to the end of the file.
+    commented = BASE.replace("  (:obj_of_interest", "  ; the objects of interest\n  (:obj_of_interest")
+    spec = parse_string(commented.replace("\n", newline))
+    assert spec.init[0].loc == Loc("<string>", 12, 11)
+    assert spec.init[0].arg_locs[1] == Loc("<string>", 12, 21)
+    assert spec.obj_of_interest == ["bowl_1"]
+    bad = commented.replace("(On bowl_1 plate_1)", "(Onto bowl_1 plate_1)").replace("\n", newline)
+    with pytest.raises(BddlError) as e:
+        parse_string(bad)
+    assert (e.value.line, e.value.col) == (13, 16)
+
+
+def test_mixed_line_endings_count_each_break_once():
+    text = BASE.replace("\n", "\r", 3).replace("\n", "\r\n", 3)
+    assert parse_string(text).init[0].loc == Loc("<string>", 11, 11)
+
+
 def test_parse_file_reads_utf8(tmp_path):
     path = tmp_path / "task.bddl"
     path.write_text(BASE.replace("put the bowl", "put the café bowl"), encoding="utf-8")
@@ -372,6 +391,10 @@ ERROR_CASES = [
     ("ranges not nested", variant("(:ranges " + RANGE + ")", "(:ranges (-0.1 -0.1 0.1 0.1))"), 7, 17,
      "holds a list of lists, found '-0.1'"),
     ("ranges empty keyword", variant("(:ranges " + RANGE + ")", "(:ranges)"), 7, 8, ":ranges needs a list"),
+    # Before: "region 'bowl_region' has no :ranges and is not an affordance region", at the region's name.
+    ("ranges empty list", variant("(:ranges " + RANGE + ")", "(:ranges ())"), 7, 16,
+     ":ranges of region 'bowl_region' is empty: give at least one (x_min y_min x_max y_max), or leave :ranges "
+     "out for an affordance region"),
     ("yaw with one number", region_attr("(:yaw_rotation ((0.0)))))"), 8, 23,
      "each of yaw_rotation has 2 numbers"),
     ("rgba with three numbers", region_attr("(:rgba (1 0 0))))"), 8, 14,
@@ -452,6 +475,22 @@ def test_file_that_is_not_utf8(tmp_path):
         parse_file(path)
     assert (info.value.line, info.value.col) == (2, 17)
     assert "UTF-8" in info.value.message
+
+
+def test_file_that_is_not_utf8_with_cr_line_endings(tmp_path):
+    path = tmp_path / "bad.bddl"
+    path.write_bytes(b"(define (problem P)\r  (:language caf\xe9)\r")
+    with pytest.raises(BddlError) as info:
+        parse_file(path)
+    assert (info.value.line, info.value.col) == (2, 17)
+
+
+def test_problem_class_is_read_case_insensitively_as_its_registered_spelling():
+    for spelled in ("libero_tabletop_manipulation", "LIBERO_TABLETOP_MANIPULATION", "Libero_Tabletop_Manipulation"):
+        spec = parse_string(variant("LIBERO_Tabletop_Manipulation", spelled))
+        assert spec.problem_class == "LIBERO_Tabletop_Manipulation"
+    # An unknown one is kept as written, for the validator to name.
+    assert parse_string(variant("LIBERO_Tabletop_Manipulation", "libero_moon")).problem_class == "libero_moon"
 
 
 def test_bddl_error_is_a_libero_error_and_pickles():

@@ -133,9 +133,12 @@ _STOVE = [{"turn_on": "flat_stove_1"}]
         # Before: "has no knob to act on" for an instance the scene does not have.
         ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": [{"turn_on": "stove_9"}]}]},
          "tasks[0]: goal[0]: turn_on: scene KITCHEN_SCENE3: target 'stove_9' is not an instance of the scene"),
-        # Before: said without the task.
+        # Before: said without the task; then: balanced parentheses were written, which LIBERO's reader cannot read.
         ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "language": "turn (on) the stove)"}]},
-         "tasks[0]: cannot write the instruction 'turn (on) the stove)': its parentheses are unbalanced"),
+         "tasks[0]: language: 'turn (on) the stove)' holds parentheses, which LIBERO's reader cannot read in "
+         ":language; write it without them"),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "language": "turn on the stove (the flat one)"}]},
+         "tasks[0]: language: 'turn on the stove (the flat one)' holds parentheses"),
         # A task's own changes are named as the task's, not as the scene's.
         ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "joints": {"ghost_1": "open"}}]},
          "tasks[0]: joints: 'ghost_1' has no drawer, door or knob"),
@@ -368,3 +371,30 @@ def test_the_spec_in_docs_passes_its_checks(tmp_path, capsys):
     said = capsys.readouterr().out
     assert "3 of 3 tasks passed the checks" in said
     assert (tmp_path / "out/heat_the_pot.init.npz").is_file()
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"scene": "KITCHEN_SCENE99", "count": 1}, "spec.yaml: scene: unknown scene 'KITCHEN_SCENE99'; known: "),
+        ({"scenes": ["KITCHEN_SCENE1", "KITCHEN_SCENE99"], "count": 1},
+         "spec.yaml: scenes[1]: unknown scene 'KITCHEN_SCENE99'; known: "),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE}, {"scene": "NOWHERE", "goal": _STOVE}]},
+         "spec.yaml: tasks[1]: scene: unknown scene 'NOWHERE'; known: "),
+    ],
+)
+def test_an_unknown_scene_is_named_with_the_spec_and_where_it_is_written(data, message):
+    # Before: "unknown scene ..." alone, the one generator error without the spec file's name.
+    with pytest.raises(LiberoError) as e:
+        parse_plan(data, where="spec.yaml: ")
+    assert str(e.value).startswith(message), str(e.value)
+    assert "KITCHEN_SCENE1, " in str(e.value)
+
+
+def test_cli_generate_names_the_spec_of_an_unknown_scene(tmp_path, capsys):
+    from libero_ll.cli import main
+
+    spec = tmp_path / "bad_scene.yaml"
+    spec.write_text("suite: s\nscene: KITCHEN_SCENE99\ntasks:\n  - goal: {turn_on: flat_stove_1}\n")
+    assert main(["generate", str(spec), "--out", str(tmp_path / "o")]) == 2
+    assert f"{spec}: scene: unknown scene 'KITCHEN_SCENE99'; known: " in capsys.readouterr().err
