@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from libero_ll.data.hdf5 import EE_ORIENTATION, Demo, DemoWriter, new_record, read_info, record_step
+from libero_ll.data.hdf5 import Demo, DemoWriter, new_record, read_info, record_step
 from libero_ll.envs.env import EnvConfig, LiberoEnv, load_task
 from libero_ll.errors import LiberoError
 from libero_ll.experts.expert import EXPERT_VERSION, ScriptedExpert
@@ -298,8 +298,6 @@ def _settings(job: _Job) -> dict:
     return {
         "format": PARTIAL_FORMAT,
         "generator": EXPERT_VERSION,
-        # The frame of the hand's orientation the demos record (an older collection held the grip site's).
-        "ee_orientation": EE_ORIENTATION,
         "bddl_sha1": hashlib.sha1(job.bddl_text.encode()).hexdigest(),
         "seed": job.seed,
         "env_kwargs": job.env_kwargs,

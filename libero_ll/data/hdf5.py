@@ -30,6 +30,12 @@ def axis_angle_to_rot6(axis_angle: np.ndarray) -> np.ndarray:
     A continuous code of the hand's orientation: the axis-angle vector of a hand pointing straight down
     has a length near pi and flips to its opposite under the smallest turn, the two columns do not.
     """
+    rot = axis_angle_to_matrix(axis_angle)
+    return np.concatenate([rot[..., 0], rot[..., 1]], axis=-1).astype(np.float32)
+
+
+def axis_angle_to_matrix(axis_angle: np.ndarray) -> np.ndarray:
+    """The rotation matrices of (T, 3) axis-angle vectors, (T, 3, 3) float64 (Rodrigues' formula)."""
     v = np.asarray(axis_angle, dtype=np.float64)
     angle = np.linalg.norm(v, axis=-1, keepdims=True)
     axis = np.divide(v, angle, out=np.zeros_like(v), where=angle > 1e-12)
@@ -38,15 +44,8 @@ def axis_angle_to_rot6(axis_angle: np.ndarray) -> np.ndarray:
     k = 1.0 - c
     col0 = np.concatenate([c + x * x * k, y * x * k + z * s, z * x * k - y * s], axis=-1)
     col1 = np.concatenate([x * y * k - z * s, c + y * y * k, z * y * k + x * s], axis=-1)
-    return np.concatenate([col0, col1], axis=-1).astype(np.float32)
-
-
-def axis_angle_to_matrix(axis_angle: np.ndarray) -> np.ndarray:
-    """The rotation matrices of (T, 3) axis-angle vectors, (T, 3, 3) float64."""
-    six = axis_angle_to_rot6(axis_angle).astype(np.float64)
-    # Recomputed in float64 from the two columns (axis_angle_to_rot6 rounds to float32): good to 1e-7.
-    col0, col1 = six[:, :3], six[:, 3:]
-    return np.stack([col0, col1, np.cross(col0, col1)], axis=-1)
+    col2 = np.concatenate([x * z * k + y * s, y * z * k - x * s, c + z * z * k], axis=-1)
+    return np.stack([col0, col1, col2], axis=-1)
 
 
 def quat_to_axis_angle(quats_xyzw: np.ndarray) -> np.ndarray:
@@ -59,17 +58,16 @@ def quat_to_axis_angle(quats_xyzw: np.ndarray) -> np.ndarray:
     return q[:, :3] * scale
 
 
-# The frame of the hand's orientation in ee_states (its axis-angle part), ee_rot6 and robot_states (its
-# quaternion): the hand's body, as LIBERO's files (robosuite's robot0_eef_quat) hold it. Written into every file
-# made here (attribute ``ee_orientation`` of ``data/``).
-EE_ORIENTATION = "hand_body"
-# What files made here before held: the grip site's orientation, turned 90 degrees about the hand's axis from the
-# body's. They say so by lacking the attribute; they are read converted to the hand body's.
-SITE_ORIENTATION = "grip_site"
-EE_ORIENTATIONS = (EE_ORIENTATION, SITE_ORIENTATION)
-# What made the files that held the grip site's orientation: the scripted expert, teleoperation and the
-# displaced-object corrections (files imported from LeRobot held LIBERO's convention already).
-_SITE_GENERATORS = ("scripted-expert", "teleoperation", "displaced-object corrections")
+# The frames the hand's orientation is recorded in (ee_states' axis-angle part, ee_rot6 and robot_states'
+# quaternion), attribute ``ee_orientation`` of ``data/``: the grip site's, what the environment observes and the
+# files made here hold (the angle within [0, π]); or the hand body's, what LIBERO's files (robosuite's
+# robot0_eef_quat) and LeRobot's LIBERO datasets hold (the angle 2 acos w of the body's quaternion, up to 2π).
+# The site is turned 90 degrees about the hand's axis from the body. Readers get the frame they ask for.
+GRIP_SITE = "grip_site"
+HAND_BODY = "hand_body"
+EE_ORIENTATIONS = (GRIP_SITE, HAND_BODY)
+# What the files made here hold, and what the environment observes.
+EE_ORIENTATION = GRIP_SITE
 # The grip site's rotation in the hand body's frame (site = body @ this), fixed by the Panda's gripper mount.
 SITE_IN_HAND = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
 
@@ -85,13 +83,13 @@ def _panda_kinematics():
     return model, mujoco.MjData(model), mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "robot0_right_hand")
 
 
-def hand_quats_from_site(site_axis_angle: np.ndarray, joint_states: np.ndarray) -> np.ndarray:
-    """The hand body's quaternions (T, 4, xyzw) from the grip site's orientation (T, 3 axis-angle, what files made
-    here before held) and the arm's joint angles (T, 7): the rotation from the site's, exactly; the sign (the
-    same rotation has two quaternions) that of the scene's own, computed from the joints."""
+def hand_quats_from_site(site_rot: np.ndarray, joint_states: np.ndarray) -> np.ndarray:
+    """The hand body's quaternions (T, 4, xyzw) from the grip site's rotation matrices (T, 3, 3) and the arm's
+    joint angles (T, 7): the rotation from the site's, exactly; the sign (the same rotation has two
+    quaternions) that of the quaternion the scene's MuJoCo computes, from the joints."""
     import mujoco
 
-    body = axis_angle_to_matrix(site_axis_angle) @ SITE_IN_HAND.T
+    body = np.asarray(site_rot, dtype=np.float64) @ SITE_IN_HAND.T
     model, data, hand = _panda_kinematics()
     out = np.zeros((len(body), 4))
     q = np.zeros(4)
@@ -103,6 +101,28 @@ def hand_quats_from_site(site_axis_angle: np.ndarray, joint_states: np.ndarray) 
         sign = -1.0 if float(q @ ref) < 0.0 else 1.0
         out[t] = sign * np.array([q[1], q[2], q[3], q[0]])
     return out
+
+
+def quat_to_matrix(quats_xyzw: np.ndarray) -> np.ndarray:
+    """(T, 3, 3) rotation matrices of (T, 4) quaternions (x, y, z, w), normalised first."""
+    q = np.asarray(quats_xyzw, dtype=np.float64)
+    q = q / np.linalg.norm(q, axis=1, keepdims=True)
+    x, y, z, w = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
+    ], 1)
+
+
+def site_from_hand(hand_rot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The grip site's axis-angle vectors (T, 3) and quaternions (T, 4, xyzw) from the hand body's rotation
+    matrices (T, 3, 3), as the environment computes them from the site's rotation."""
+    from libero_ll.envs.env import rotation_to_axis_angle, rotation_to_quat_xyzw
+
+    site = np.asarray(hand_rot, dtype=np.float64) @ SITE_IN_HAND
+    return (np.stack([rotation_to_axis_angle(r) for r in site]).reshape(-1, 3),
+            np.stack([rotation_to_quat_xyzw(r) for r in site]).reshape(-1, 4))
 
 
 # Keys a file may lack that are computed from another key (files made before they were written, and
@@ -210,8 +230,8 @@ class DatasetInfo:
     Two fields are read from more than one attribute: ``image_rows`` is the order of the images' rows,
     ``"upright"`` or ``"opengl"`` (from ``image_convention``, else LIBERO's ``macros_image_convention``, else
     OpenGL's, robomimic's default); ``ee_orientation`` is the frame of the hand's orientation in ee_states,
-    ee_rot6 and robot_states (``"hand_body"``, or ``"grip_site"`` for files made here before they recorded
-    the hand body's).
+    ee_rot6 and robot_states: ``"grip_site"`` (the files made here, from the attribute or, in files made before
+    it, from what made them) or ``"hand_body"`` (LIBERO's, robomimic's and LeRobot imports).
     """
 
     path: Path
@@ -225,7 +245,7 @@ class DatasetInfo:
     image_convention: str | None = None
     image_rows: str = OPENGL_CONVENTION
     generator: str | None = None
-    ee_orientation: str = EE_ORIENTATION
+    ee_orientation: str = HAND_BODY
     stats: dict = field(default_factory=dict)
 
 
@@ -248,6 +268,8 @@ class DemoWriter:
         env_args: keyword arguments that rebuild the environment, stored as JSON.
         generator: what made the demos, e.g. ``"scripted_expert 0.1.0"`` or ``"teleoperation"``.
         compression: ``"gzip"``, ``"lzf"`` or None, used for images (and states).
+        ee_orientation: the frame of the hand's orientation the demos hold (``GRIP_SITE``, as the environment
+            observes it, or ``HAND_BODY``, as LIBERO's files hold it).
     """
 
     def __init__(
@@ -261,9 +283,13 @@ class DemoWriter:
         env_args: dict,
         generator: str,
         compression: str | None = "gzip",
+        ee_orientation: str = EE_ORIENTATION,
     ) -> None:
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
+        if ee_orientation not in EE_ORIENTATIONS:
+            raise ValueError(f"ee_orientation must be one of {EE_ORIENTATIONS}, got {ee_orientation!r}")
+        self.ee_orientation = ee_orientation
         self.path = Path(path)
         self.compression = compression
         self._num_demos = 0
@@ -286,7 +312,7 @@ class DemoWriter:
             data.attrs["env_args"] = json.dumps(env_args)
             data.attrs["generator"] = generator
             data.attrs["image_convention"] = IMAGE_CONVENTION
-            data.attrs["ee_orientation"] = EE_ORIENTATION
+            data.attrs["ee_orientation"] = ee_orientation
         except BaseException:
             self.abort()
             raise
@@ -362,11 +388,11 @@ class DemoWriter:
         with _open(path) as src:
             if name not in src["data"] or "actions" not in src["data"][name]:
                 raise LiberoError(f"demo file {path}: no demo data/{name} with actions")
-            if _info(Path(path), src["data"]).ee_orientation != EE_ORIENTATION:
+            held = _info(Path(path), src["data"]).ee_orientation
+            if held != self.ee_orientation:
                 raise LiberoError(
-                    f"demo file {path} holds the hand's orientation in the grip site's frame (made before files "
-                    f"recorded the hand body's, as LIBERO's do); it cannot be copied as it is into {self.path}: "
-                    "collect it again"
+                    f"demo file {path} holds the hand's orientation in the frame {held!r}, {self.path} in "
+                    f"{self.ee_orientation!r}: a demo cannot be copied from one into the other as it is"
                 )
             grp = src["data"][name]
             T = int(grp.attrs.get("num_samples", len(grp["actions"])))
@@ -482,6 +508,12 @@ def _demo_names(data: h5py.Group) -> list[str]:
     return [name for _, name in sorted(found)]
 
 
+# What made the files of this library that held the grip site's orientation before files said which frame they
+# hold: the scripted expert, teleoperation and the displaced-object corrections. Files that say nothing and were
+# made elsewhere (LIBERO's, robomimic's), or imported from LeRobot (LIBERO's datasets), hold the hand body's.
+_SITE_GENERATORS = ("scripted-expert", "teleoperation", "displaced-object corrections")
+
+
 def _info(path: Path, data: h5py.Group) -> DatasetInfo:
     attrs = data.attrs
     names = _demo_names(data)
@@ -512,8 +544,8 @@ def _info(path: Path, data: h5py.Group) -> DatasetInfo:
     generator = opt("generator")
     orientation = opt("ee_orientation")
     if orientation is None:
-        ours_before = convention == IMAGE_CONVENTION and (generator or "").startswith(_SITE_GENERATORS)
-        orientation = SITE_ORIENTATION if ours_before else EE_ORIENTATION
+        ours = convention == IMAGE_CONVENTION and (generator or "").startswith(_SITE_GENERATORS)
+        orientation = GRIP_SITE if ours else HAND_BODY
     elif orientation not in EE_ORIENTATIONS:
         raise LiberoError(
             f"demo file {path}: attribute data.ee_orientation is {orientation!r}, expected one of {EE_ORIENTATIONS}"
@@ -594,6 +626,7 @@ def read_demos(
     max_demos: int | None = None,
     *,
     upright: bool = True,
+    ee_orientation: str = EE_ORIENTATION,
 ) -> list[Demo]:
     """Read demos in index order (demo_0, demo_1, ..., sorted numerically).
 
@@ -605,27 +638,46 @@ def read_demos(
         upright: return images upright. Files that say (``image_convention``, or LIBERO's
             ``macros_image_convention``) or, saying nothing, are assumed to hold OpenGL-ordered images, as
             robomimic's do, are flipped vertically.
-    A file made here before files recorded the hand body's orientation (``DatasetInfo.ee_orientation``
-    ``"grip_site"``) is read converted to it: ee_states' axis-angle part, ee_rot6 and robot_states' quaternion
-    (see ``hand_quats_from_site``).
+        ee_orientation: the frame to give the hand's orientation in (ee_states' axis-angle part, ee_rot6,
+            robot_states' quaternion): ``GRIP_SITE``, as the environment observes it (the default), or
+            ``HAND_BODY``, as LIBERO's files hold it. A file that holds the other (``DatasetInfo.ee_orientation``)
+            is read turned: from the hand body a fixed turn; to it, the quaternion's sign from the joints.
     Returns:
         One Demo per demo group. Missing ``states``/``robot_states`` read as (T, 0) arrays, a missing
         ``init_state`` as the first state, a missing ``model_file`` as "" and a missing seed as None.
     Raises:
         LiberoError: the file is missing or not HDF5, or lacks ``data``, ``actions`` or a requested key.
     """
-    return list(iter_demos(path, obs_keys, max_demos, upright=upright))
+    return list(iter_demos(path, obs_keys, max_demos, upright=upright, ee_orientation=ee_orientation))
 
 
-def _converted_hand(path: Path, name: str, obs_grp, robot_states: np.ndarray) -> np.ndarray:
-    """The hand body's quaternions (T, 4, xyzw) of a demo of a file that holds the grip site's orientation."""
-    if obs_grp is None or "ee_states" not in obs_grp or "joint_states" not in obs_grp:
+def _reframe(path: Path, name: str, obs_grp, robot_states: np.ndarray, src: str, dst: str):
+    """A demo's hand orientation, recorded in frame `src`, in frame `dst`: (ee_states' axis-angle part (T, 3),
+    or None when the demo has no ee_states; robot_states with its quaternion turned, when it holds one)."""
+    ee = obs_grp["ee_states"][()][:, 3:6] if obs_grp is not None and "ee_states" in obs_grp else None
+    quat = robot_states[:, 5:9] if robot_states.shape[1:] == (9,) and np.any(robot_states[:, 5:9]) else None
+    # Each from its own numbers: a file's ee_states and robot_states need not be alike (float32 or float64).
+    ee_rot = axis_angle_to_matrix(ee) if ee is not None else None
+    quat_rot = quat_to_matrix(quat) if quat is not None else None
+    if src == HAND_BODY:  # to the grip site: a fixed turn, no sign to choose
+        aa = site_from_hand(ee_rot)[0] if ee is not None else None
+        if quat is not None:
+            robot_states = robot_states.copy()
+            robot_states[:, 5:9] = site_from_hand(quat_rot)[1]
+        return aa, robot_states
+    # To the hand body: its quaternion's sign follows the joints, so they are needed.
+    if (ee is not None or quat is not None) and (obs_grp is None or "joint_states" not in obs_grp):
         raise LiberoError(
-            f"demo file {path}: data/{name} holds the hand's orientation in the grip site's frame (a file made "
-            "before files recorded the hand body's) and lacks obs/ee_states or obs/joint_states to convert it "
-            "from; collect it again"
+            f"demo file {path}: data/{name} holds the hand's orientation in the grip site's frame and no "
+            "obs/joint_states, which its turn into the hand body's frame needs"
         )
-    return hand_quats_from_site(obs_grp["ee_states"][()][:, 3:6], obs_grp["joint_states"][()])
+    aa = None
+    if ee is not None:
+        aa = quat_to_axis_angle(hand_quats_from_site(ee_rot, obs_grp["joint_states"][()]))
+    if quat is not None:
+        robot_states = robot_states.copy()
+        robot_states[:, 5:9] = hand_quats_from_site(quat_rot, obs_grp["joint_states"][()])
+    return aa, robot_states
 
 
 def iter_demos(
@@ -634,6 +686,7 @@ def iter_demos(
     max_demos: int | None = None,
     *,
     upright: bool = True,
+    ee_orientation: str = EE_ORIENTATION,
 ) -> Iterator[Demo]:
     """The demos of `read_demos`, one at a time, so that only one is in memory (arguments as there).
 
@@ -644,7 +697,9 @@ def iter_demos(
         data = f["data"]
         info = _info(path, data)
         flip = upright and info.image_rows == OPENGL_CONVENTION
-        convert = info.ee_orientation == SITE_ORIENTATION
+        if ee_orientation not in EE_ORIENTATIONS:
+            raise ValueError(f"ee_orientation must be one of {EE_ORIENTATIONS}, got {ee_orientation!r}")
+        convert = info.ee_orientation != ee_orientation
         names = _demo_names(data)
         if max_demos is not None:
             names = names[: max(int(max_demos), 0)]
@@ -658,12 +713,10 @@ def iter_demos(
             robot_states = grp["robot_states"][()] if "robot_states" in grp else np.zeros((T, 0))
             obs_grp = grp["obs"] if "obs" in grp else None
             keys = list(obs_keys) if obs_keys is not None else (list(obs_grp.keys()) if obs_grp else [])
-            hand = None
+            turned = None
             if convert:
-                hand = _converted_hand(path, name, obs_grp, robot_states)
-                if robot_states.shape[1:] == (9,):
-                    robot_states = robot_states.copy()
-                    robot_states[:, 5:9] = hand
+                turned, robot_states = _reframe(path, name, obs_grp, robot_states, info.ee_orientation,
+                                                ee_orientation)
             obs = {}
             for key in keys:
                 source, derive = DERIVED_OBS.get(key, (key, None))
@@ -673,9 +726,9 @@ def iter_demos(
                     raise LiberoError(f"demo file {path}: data/{name}/obs has no '{key}' dataset")
                 arr = obs_grp[source][()]
                 if convert and source == "ee_states":
-                    # The hand body's orientation in place of the grip site's (ee_rot6 is derived from it).
+                    # The orientation in the frame asked for (ee_rot6 is then derived from it).
                     arr = arr.copy()
-                    arr[:, 3:6] = quat_to_axis_angle(hand)
+                    arr[:, 3:6] = turned
                 if derive is not None:
                     arr = derive(arr)
                 if flip and arr.dtype == np.uint8 and arr.ndim == 4:

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from libero_ll.data.hdf5 import IMAGE_KEYS, demo_names, iter_demos, read_info
+from libero_ll.data.hdf5 import HAND_BODY, IMAGE_KEYS, demo_names, iter_demos, read_info
 from libero_ll.errors import LiberoError
 
 CODEBASE_VERSION = "v3.0"
@@ -474,7 +474,8 @@ def export_lerobot(
             walk = tqdm(files, desc="export", unit="file")
         for path, task in zip(walk, tasks):
             obs_keys = [*CAMERAS, "ee_states", "gripper_states", *(["joint_states"] if joints else [])]
-            for demo in iter_demos(path, obs_keys):
+            # The hand's orientation as LIBERO's files and LeRobot's LIBERO datasets hold it (the hand body's).
+            for demo in iter_demos(path, obs_keys, ee_orientation=HAND_BODY):
                 T = demo.num_steps
                 frames = {CAMERAS[k]: flip_images(demo.obs[k], flip) for k in IMAGE_KEYS}
                 shapes = {f.shape[1:] for f in frames.values()}

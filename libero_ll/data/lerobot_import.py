@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from libero_ll.data.hdf5 import Demo, DemoWriter
+from libero_ll.data.hdf5 import HAND_BODY, Demo, DemoWriter
 from libero_ll.data.lerobot import CAMERAS, JOINTS_KEY, STATE_KEY, check_flip, flip_images
 from libero_ll.errors import LiberoError
 
@@ -177,6 +177,8 @@ def import_lerobot(
                     bddl_file_content=bddl.read_text(encoding="utf-8") if bddl else "",
                     env_args={"control_freq": fps, "source": str(root.resolve()), "codebase_version": version},
                     generator=f"{GENERATOR} ({version})",
+                    # LeRobot's LIBERO datasets hold the hand body's orientation, as LIBERO's files do.
+                    ee_orientation=HAND_BODY,
                 )
             writers[task].add(Demo(
                 actions=_matrix(table, action, ep, root),  # float32, as LeRobot and collected files hold them

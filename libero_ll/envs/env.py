@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import signal
 import threading
 import warnings
@@ -388,45 +387,45 @@ class LiberoEnv:
     # ------------------------------------------------------------------ observations
 
     def robot_proprio(self) -> dict:
-        """joint_states (7), gripper_states (2), ee_states (the grip point's position 3 + the hand's orientation
-        as an axis-angle 3, as LIBERO's files hold them), the grip point's position and rotation matrix (what
-        the controller moves: `ee_pos`, `ee_rot`), and the hand body's quaternion (`hand_quat`, xyzw) and
-        rotation matrix (`hand_rot`).
+        """joint_states (7), gripper_states (2), ee_states (the grip point's position 3 + its orientation as an
+        axis-angle 3, the angle within [0, π]), the grip point's position and rotation matrix (what the
+        controller moves: `ee_pos`, `ee_rot`), and the hand body's quaternion (`hand_quat`, xyzw, as
+        robosuite's robot0_eef_quat and LIBERO's files give it) and rotation matrix (`hand_rot`).
 
-        LIBERO's files (robosuite's `robot0_eef_pos` and `robot0_eef_quat`) take the position from the grip
-        site and the orientation from the hand's body, which is turned 90 degrees about the hand's axis from
-        the site; so do these, for a policy trained on LIBERO's files to read the hand as it was recorded.
+        The grip site is turned 90 degrees about the hand's axis from the hand's body, whose orientation
+        LIBERO's files record; their files are read into this convention (`libero_ll.data.hdf5`,
+        DatasetInfo.ee_orientation).
         """
         d = self.data
         pos = d.site_xpos[self._eef_site].copy()
         rot = d.site_xmat[self._eef_site].reshape(3, 3).copy()
         wxyz = d.xquat[self._hand_body]
-        quat = np.array([wxyz[1], wxyz[2], wxyz[3], wxyz[0]])
         return {
             "joint_states": d.qpos[self._arm_qpos].astype(np.float32),
             "gripper_states": d.qpos[self._grip_qpos].astype(np.float32),
-            "ee_states": np.concatenate([pos, quat_to_axis_angle(quat)]).astype(np.float32),
+            "ee_states": np.concatenate([pos, rotation_to_axis_angle(rot)]).astype(np.float32),
             "ee_pos": pos,
             "ee_rot": rot,
-            "hand_quat": quat,
+            "hand_quat": np.array([wxyz[1], wxyz[2], wxyz[3], wxyz[0]]),
             "hand_rot": d.xmat[self._hand_body].reshape(3, 3).copy(),
         }
 
     def robot_state(self) -> np.ndarray:
-        """The 9-number robot state of the dataset layout: gripper (2), the grip point's position (3), the hand's
-        quaternion (4, xyzw), as LIBERO's files hold them."""
+        """The 9-number robot state of the dataset layout: gripper (2), eef position (3), eef quaternion (4, xyzw),
+        the grip site's, as in ee_states."""
         p = self.robot_proprio()
-        return np.concatenate([p["gripper_states"], p["ee_pos"], p["hand_quat"]])
+        return np.concatenate([p["gripper_states"], p["ee_pos"], rotation_to_quat_xyzw(p["ee_rot"])])
 
     def observe(self) -> dict:
         """joint_states (7), gripper_states (2), ee_states (6: position, axis-angle), ee_pos (3), ee_rot6 (6) and
         each camera's image (H, W, 3) uint8, upright, under its observation key (only when rendering is on)."""
         p = self.robot_proprio()
         obs = {k: p[k] for k in ("joint_states", "gripper_states", "ee_states")}
-        # The hand's pose in another form: ee_rot6 is the first two columns of the hand's rotation matrix
-        # (data.hdf5.axis_angle_to_rot6 makes the same from ee_states of a file).
+        # The hand's pose in continuous form: ee_states' axis-angle part jumps between opposite vectors of
+        # length near π when the hand points straight down, so a policy reads these instead. ee_rot6 is
+        # the rotation matrix's first two columns (data.hdf5.axis_angle_to_rot6 makes the same from a file).
         obs["ee_pos"] = p["ee_pos"].astype(np.float32)
-        obs["ee_rot6"] = np.concatenate([p["hand_rot"][:, 0], p["hand_rot"][:, 1]]).astype(np.float32)
+        obs["ee_rot6"] = np.concatenate([p["ee_rot"][:, 0], p["ee_rot"][:, 1]]).astype(np.float32)
         if self.config.render:
             keys, cams = zip(*self.config.cameras.items()) if self.config.cameras else ((), ())
             obs.update(zip(keys, self._renderer().render_many(self.data, cams)))
@@ -486,14 +485,10 @@ def rotation_to_axis_angle(rot: np.ndarray) -> np.ndarray:
     return axis * angle
 
 
-def quat_to_axis_angle(quat_xyzw: np.ndarray) -> np.ndarray:
-    """The axis-angle vector of a unit quaternion (x, y, z, w) as robosuite's (and so LIBERO's files) make it:
-    the angle is 2 acos(w), in [0, 2π), so that it follows the quaternion's sign. MuJoCo keeps the sign of a
-    body's quaternion continuous as the joints move, so this vector does not jump as a hand pointing
-    straight down turns (an angle kept in [0, π] would flip to the opposite vector there)."""
-    q = np.asarray(quat_xyzw, dtype=np.float64)
-    w = min(max(float(q[3]), -1.0), 1.0)
-    den = math.sqrt(1.0 - w * w)
-    if den == 0.0:
-        return np.zeros(3)
-    return q[:3] * (2.0 * math.acos(w) / den)
+def rotation_to_quat_xyzw(rot: np.ndarray) -> np.ndarray:
+    """Unit quaternion (x, y, z, w) of a 3x3 rotation matrix."""
+    import mujoco
+
+    q = np.zeros(4)
+    mujoco.mju_mat2Quat(q, np.ascontiguousarray(rot, dtype=np.float64).reshape(9))
+    return np.array([q[1], q[2], q[3], q[0]])

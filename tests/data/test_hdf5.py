@@ -397,77 +397,96 @@ def test_image_size_is_read_from_the_first_demo_without_loading(tmp_path):
         image_size(tmp_path / "missing.hdf5")
 
 
-def _old_and_new_episode(task, steps=60):
-    """One episode of random hand motions from a reset (the hand pointing down), recorded as files made here
-    hold it now (the hand body's orientation) and as they held it before (the grip site's)."""
-    from libero_ll.envs.env import EnvConfig, LiberoEnv, rotation_to_axis_angle
+def _episode_in_both_frames(task, steps=60):
+    """One episode of random hand motions from a reset (the hand pointing down): what the environment records
+    (the grip site's orientation) and what LIBERO's files would hold of it (the hand body's, robosuite's way)."""
+    from robosuite.utils import transform_utils as T
+
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
 
     env = LiberoEnv(task, EnvConfig(render=False))
     try:
         obs = env.reset(seed=4)
         rng = np.random.default_rng(0)
-        new, old = {"ee_states": [], "ee_rot6": [], "robot": []}, {"ee_states": [], "ee_rot6": [], "robot": []}
+        site = {"ee_states": [], "ee_rot6": [], "robot": []}
+        body = {"ee_states": [], "robot": []}
         joints = []
         for _ in range(steps):
-            p = env.robot_proprio()
-            new["ee_states"].append(obs["ee_states"])
-            new["ee_rot6"].append(obs["ee_rot6"])
-            new["robot"].append(env.robot_state())
-            site = rotation_to_axis_angle(p["ee_rot"])
-            old["ee_states"].append(np.r_[p["ee_pos"], site].astype(np.float32))
-            old["ee_rot6"].append(np.r_[p["ee_rot"][:, 0], p["ee_rot"][:, 1]].astype(np.float32))
-            q = np.zeros(4)
-            import mujoco
-
-            mujoco.mju_mat2Quat(q, p["ee_rot"].reshape(9).copy())
-            old["robot"].append(np.r_[p["gripper_states"], p["ee_pos"], q[1:], q[0]])
+            site["ee_states"].append(obs["ee_states"])
+            site["ee_rot6"].append(obs["ee_rot6"])
+            site["robot"].append(env.robot_state())
+            quat = env.robot_proprio()["hand_quat"]
+            body["ee_states"].append(np.r_[env.robot_proprio()["ee_pos"], T.quat2axisangle(quat.copy())])  # float64
+            body["robot"].append(np.r_[env.robot_state()[:5], quat])
             joints.append(obs["joint_states"])
-            action = np.r_[rng.uniform(-0.3, 0.3, 3), rng.uniform(-1, 1, 3), 0.0]
-            obs, _, _ = env.step(action)
-        return {k: np.stack(v) for k, v in new.items()}, {k: np.stack(v) for k, v in old.items()}, np.stack(joints)
+            obs, _, _ = env.step(np.r_[rng.uniform(-0.3, 0.3, 3), rng.uniform(-1, 1, 3), 0.0])
+        return {k: np.stack(v) for k, v in site.items()}, {k: np.stack(v) for k, v in body.items()}, np.stack(joints)
     finally:
         env.close()
 
 
-def test_files_made_before_the_hand_body_frame_are_read_converted_to_it(tmp_path, bowl_task):
-    # ee_states and robot_states held the grip site's orientation, turned 90 degrees about the hand's axis from
-    # the hand body's that LIBERO's files hold: a policy trained on LIBERO's files read another hand here.
-    from libero_ll.data.hdf5 import EE_ORIENTATION, SITE_ORIENTATION, quat_to_axis_angle
+def test_the_hands_orientation_is_read_in_the_frame_asked_for(tmp_path, bowl_task):
+    # LIBERO's files hold the hand body's orientation (robosuite's robot0_eef_quat), turned 90 degrees about the
+    # hand's axis from the grip site's that the environment observes: a policy trained on LIBERO's files read
+    # another hand than its rollouts showed it.
+    from libero_ll.data.hdf5 import GRIP_SITE, HAND_BODY
 
-    new, old, joints = _old_and_new_episode(bowl_task)
+    site, body, joints = _episode_in_both_frames(bowl_task)
     T = len(joints)
-    assert np.abs(new["ee_states"][:, 3:] - old["ee_states"][:, 3:]).max() > 0.5  # the frames differ
-    # As robosuite's eef_quat makes it: the axis-angle of the quaternion it writes in robot_states.
-    np.testing.assert_allclose(new["ee_states"][:, 3:], quat_to_axis_angle(new["robot"][:, 5:9]), atol=1e-5)
-    demo = Demo(actions=np.zeros((T, 7)), states=np.zeros((T, 3)), robot_states=old["robot"],
-                obs={"joint_states": joints, "gripper_states": np.zeros((T, 2)), "ee_states": old["ee_states"],
-                     "ee_rot6": old["ee_rot6"]},
-                init_state=np.zeros(3))
-    path = tmp_path / "old.hdf5"
-    with DemoWriter(path, **{**HEADER, "generator": "scripted-expert 0.18"}) as w:
-        w.add(demo)
-    with h5py.File(path, "r+") as f:
-        del f["data"].attrs["ee_orientation"]  # as files made before hold it
-    assert read_info(path).ee_orientation == SITE_ORIENTATION
-    back = read_demos(path, obs_keys=["ee_states", "ee_rot6", "ee_pos"])[0]
-    np.testing.assert_allclose(back.obs["ee_states"], new["ee_states"], atol=2e-5)
-    np.testing.assert_allclose(back.obs["ee_rot6"], new["ee_rot6"], atol=2e-5)
-    np.testing.assert_allclose(back.obs["ee_pos"], new["ee_states"][:, :3], atol=1e-6)
-    np.testing.assert_allclose(back.robot_states, new["robot"], atol=2e-5)
-    # A file of today says which frame it holds and is read as it is; so are files from elsewhere.
-    write(tmp_path / "new.hdf5", [make_demo(3)])
-    assert read_info(tmp_path / "new.hdf5").ee_orientation == EE_ORIENTATION
-    with h5py.File(tmp_path / "new.hdf5", "r") as f:
-        assert f["data"].attrs["ee_orientation"] == EE_ORIENTATION
-    # An old file cannot be copied as it is into a new one (resuming an older collection).
-    with pytest.raises(LiberoError, match="grip site's frame"):
+    assert np.abs(site["ee_states"][:, 3:] - body["ee_states"][:, 3:]).max() > 0.5  # the frames differ
+
+    # A file of LIBERO's (no attribute, images in OpenGL order) is read in the environment's frame.
+    libero = tmp_path / "libero.hdf5"
+    with h5py.File(libero, "w") as f:
+        g = f.create_group("data").create_group("demo_0")
+        g.create_dataset("actions", data=np.zeros((T, 7)))
+        g.create_dataset("robot_states", data=body["robot"])
+        g.create_dataset("obs/ee_states", data=body["ee_states"])
+        g.create_dataset("obs/joint_states", data=joints)
+    assert read_info(libero).ee_orientation == HAND_BODY
+    back = read_demos(libero, obs_keys=["ee_states", "ee_rot6", "ee_pos"])[0]
+    np.testing.assert_allclose(back.obs["ee_states"], site["ee_states"], atol=1e-5)
+    np.testing.assert_allclose(back.obs["ee_rot6"], site["ee_rot6"], atol=1e-5)
+    np.testing.assert_allclose(back.robot_states, site["robot"], atol=2e-5)
+    raw = read_demos(libero, obs_keys=["ee_states"], ee_orientation=HAND_BODY)[0]
+    np.testing.assert_array_equal(raw.obs["ee_states"], body["ee_states"])
+
+    # A file made here holds the environment's frame, says so, and is read in LIBERO's when asked (the sign of
+    # the body's quaternion, which the angle follows up to 2π, from the joints).
+    demo = Demo(actions=np.zeros((T, 7)), states=np.zeros((T, 3)), robot_states=site["robot"],
+                obs={"joint_states": joints, "ee_states": site["ee_states"]}, init_state=np.zeros(3))
+    ours = tmp_path / "ours.hdf5"
+    write(ours, [demo])
+    with h5py.File(ours, "r") as f:
+        assert f["data"].attrs["ee_orientation"] == GRIP_SITE
+    as_libero = read_demos(ours, obs_keys=["ee_states"], ee_orientation=HAND_BODY)[0]
+    np.testing.assert_allclose(as_libero.obs["ee_states"], body["ee_states"], atol=1e-5)
+    np.testing.assert_allclose(as_libero.robot_states, body["robot"], atol=2e-5)
+    np.testing.assert_array_equal(read_demos(ours, obs_keys=["ee_states"])[0].obs["ee_states"], site["ee_states"])
+
+    # Files made before the attribute: ours by what made them; LeRobot imports (LIBERO's datasets) the body's.
+    for generator, frame in (("scripted-expert 0.18", GRIP_SITE), ("lerobot import (v3.0)", HAND_BODY)):
+        old = tmp_path / f"{frame}.hdf5"
+        with DemoWriter(old, **{**HEADER, "generator": generator}) as w:
+            w.add(make_demo(3))
+        with h5py.File(old, "r+") as f:
+            del f["data"].attrs["ee_orientation"]
+        assert read_info(old).ee_orientation == frame
+    # A demo is not copied between files of different frames (it would be read wrong), and a frame is checked.
+    with pytest.raises(LiberoError, match="'hand_body'.*'grip_site'"):
         with DemoWriter(tmp_path / "copy.hdf5", **HEADER) as w:
-            w.copy_demo(path)
+            w.copy_demo(libero)
     assert not (tmp_path / "copy.hdf5").exists()
-    with h5py.File(path, "r+") as f:
+    # Turning a site's orientation into the body's needs the joints.
+    lacking = tmp_path / "lacking.hdf5"
+    write(lacking, [Demo(actions=np.zeros((T, 7)), states=np.zeros((T, 3)), robot_states=site["robot"],
+                         obs={"ee_states": site["ee_states"]}, init_state=np.zeros(3))])
+    with pytest.raises(LiberoError, match="no obs/joint_states"):
+        read_demos(lacking, ee_orientation=HAND_BODY)
+    with h5py.File(ours, "r+") as f:
         f["data"].attrs["ee_orientation"] = "wrist"
     with pytest.raises(LiberoError, match="ee_orientation is 'wrist'"):
-        read_info(path)
+        read_info(ours)
 
 
 @pytest.mark.parametrize("macro, flipped", [("opengl", True), ("opencv", False), (b"opencv", False), (None, True)])

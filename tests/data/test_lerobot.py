@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from libero_ll.cli import main
-from libero_ll.data.hdf5 import Demo, DemoWriter, read_demos
+from libero_ll.data.hdf5 import GRIP_SITE, HAND_BODY, Demo, DemoWriter, read_demos
 from libero_ll.data.lerobot import CAMERAS, export_lerobot
 from libero_ll.errors import LiberoError
 
@@ -115,7 +115,10 @@ def test_frames_actions_and_states_match_the_demo_files(exported, demo_dir):
         key: decode(out / info["video_path"].format(video_key=key, chunk_index=0, file_index=0))
         for key in CAMERAS.values()
     }
-    demos = [(name, d) for name in ("bowl", "soup") for d in read_demos(demo_dir / f"{name}.hdf5")]
+    # The hand's orientation goes out as LIBERO's files and LeRobot's LIBERO datasets hold it, the hand body's.
+    demos = [(name, d) for name in ("bowl", "soup")
+             for d in read_demos(demo_dir / f"{name}.hdf5", ee_orientation=HAND_BODY)]
+    assert not np.allclose(demos[0][1].obs["ee_states"], read_demos(demo_dir / "bowl.hdf5")[0].obs["ee_states"])
     assert len(episodes) == len(demos)
     for ep, (name, d) in zip(episodes, demos):
         T = d.num_steps
@@ -266,10 +269,11 @@ def test_an_empty_folder_is_written_without_overwrite(demo_dir, tmp_path, monkey
 
 
 def write_demos(path, task: str, Ts, seed: int, joints: bool = True) -> None:
-    """A demo file of one task; without `joints`, its demos hold no obs/joint_states (as files imported from a
-    LeRobot dataset without them)."""
+    """A demo file of one task; without `joints`, its demos hold no obs/joint_states, as files imported from a
+    LeRobot dataset without them (which hold the hand body's orientation, as LeRobot's LIBERO datasets do)."""
     with DemoWriter(path, env_name="LiberoEnv", problem_info={"language_instruction": task},
-                    bddl_file_name="", bddl_file_content="", env_args={"control_freq": 20}, generator="test") as w:
+                    bddl_file_name="", bddl_file_content="", env_args={"control_freq": 20}, generator="test",
+                    ee_orientation=GRIP_SITE if joints else HAND_BODY) as w:
         for i, T in enumerate(Ts):
             d = demo(T, seed + i)
             if not joints:

@@ -19,7 +19,7 @@ from PIL import Image
 
 from libero_ll.cli import main
 from libero_ll.data.dataset import load_task_data
-from libero_ll.data.hdf5 import read_demos, read_info
+from libero_ll.data.hdf5 import HAND_BODY, axis_angle_to_matrix, read_demos, read_info
 from libero_ll.data.lerobot import export_lerobot
 from libero_ll.data.lerobot_import import import_lerobot
 from libero_ll.errors import LiberoError
@@ -56,7 +56,11 @@ def test_an_exported_dataset_comes_back_as_its_demo_files(source, tmp_path):
         info = read_info(path)
         assert info.problem_info["language_instruction"] == task and info.generator == "lerobot import (v3.0)"
         assert info.env_args["control_freq"] == 20
-        before, after = read_demos(demos / f"{name}.hdf5"), read_demos(path)
+        # The export wrote the hand body's orientation and the import keeps it so (info.ee_orientation): compared
+        # in that frame, it comes back as it went out.
+        assert info.ee_orientation == HAND_BODY
+        before = read_demos(demos / f"{name}.hdf5", ee_orientation=HAND_BODY)
+        after = read_demos(path, ee_orientation=HAND_BODY)
         assert [d.num_steps for d in after] == list(LENGTHS[name])
         for a, b in zip(before, after):
             np.testing.assert_array_equal(b.actions, a.actions.astype(np.float32))
@@ -66,10 +70,15 @@ def test_an_exported_dataset_comes_back_as_its_demo_files(source, tmp_path):
                 assert b.obs[key].shape == a.obs[key].shape and b.obs[key].dtype == np.uint8
                 # Video is lossy: within a few grey levels, and the moving square where it was.
                 assert np.abs(b.obs[key].astype(int) - a.obs[key]).mean() < 8
-    # What training reads: the cpu preset's inputs.
+    # What training reads: the cpu preset's inputs, the hand as the environment observes it (the grip site's).
     task = load_task_data(s.files[TASKS["soup"]], 0, np.zeros(4), ["agentview_rgb", "eye_in_hand_rgb",
                                                                    "gripper_states", "ee_states"])
     assert len(task.demos) == 3
+    site = read_demos(s.files[TASKS["soup"]])
+    for a, b in zip(read_demos(demos / "soup.hdf5"), site):
+        # The same rotations (the vectors may differ where the file's were not canonical: angles above π).
+        np.testing.assert_allclose(axis_angle_to_matrix(b.obs["ee_states"][:, 3:]),
+                                   axis_angle_to_matrix(a.obs["ee_states"][:, 3:]), atol=1e-5)
 
 
 def test_tasks_are_named_after_a_suites_task_files_and_keep_their_text(source, tmp_path):
@@ -234,8 +243,9 @@ def test_a_v2_dataset_with_images_or_videos_per_episode(tmp_path, images):
     written = write_v2(tmp_path / "v2", images)
     s = import_lerobot(tmp_path / "v2", tmp_path / "out", flip="both")
     assert (s.version, s.episodes, s.frames) == ("v2.1", 3, 15)
-    soup = read_demos(tmp_path / "out" / "pick_up_the_soup.hdf5")
-    drawer = read_demos(tmp_path / "out" / "open_the_drawer.hdf5")
+    # As stored: the hand body's orientation of LeRobot's LIBERO datasets.
+    soup = read_demos(tmp_path / "out" / "pick_up_the_soup.hdf5", ee_orientation=HAND_BODY)
+    drawer = read_demos(tmp_path / "out" / "open_the_drawer.hdf5", ee_orientation=HAND_BODY)
     for ep, d in ((0, soup[0]), (1, drawer[0]), (2, soup[1])):
         _, state, action, pictures = written[ep]
         np.testing.assert_array_equal(d.actions, action)
@@ -443,7 +453,7 @@ def test_a_dataset_without_joint_states_comes_back_and_exports_again(tmp_path):
     assert JOINTS_KEY not in json.loads((tmp_path / "again/meta/info.json").read_text())["features"]
     s = import_lerobot(tmp_path / "again", tmp_path / "back2")
     for ep, (path, i) in ((0, ("pick_up_the_soup", 0)), (1, ("open_the_drawer", 0)), (2, ("pick_up_the_soup", 1))):
-        d = read_demos(tmp_path / "back2" / f"{path}.hdf5")[i]
+        d = read_demos(tmp_path / "back2" / f"{path}.hdf5", ee_orientation=HAND_BODY)[i]
         _, state, action, pictures = written[ep]
         assert "joint_states" not in d.obs
         np.testing.assert_array_equal(d.actions, action)

@@ -189,27 +189,24 @@ def test_ctrl_c_while_the_simulator_closes_comes_once_it_is_closed(bowl_task):
     assert signal.getsignal(signal.SIGINT) is handler
 
 
-def test_the_hands_orientation_is_recorded_as_libero_files_hold_it(soup_env):
-    # LIBERO's files hold robosuite's robot0_eef_pos (the grip site) and robot0_eef_quat (the hand's body,
-    # turned 90 degrees about the hand's axis from the site); ee_states held the site's orientation before.
+def test_the_hand_bodys_orientation_is_robosuites_eef_quat_and_the_site_turned_from_it(soup_env):
+    # LIBERO's files hold robosuite's robot0_eef_pos (the grip site) and robot0_eef_quat (the hand's body); the
+    # environment observes the grip site's orientation, a quarter turn about the hand's axis from the body's.
     import mujoco
     from robosuite.utils import transform_utils as T
+
+    from libero_ll.data.hdf5 import SITE_IN_HAND
+    from libero_ll.envs.env import rotation_to_axis_angle
 
     env = soup_env
     obs = env.reset(seed=2)
     name = env.scene.robots[0].robot_model.eef_name["right"]
     rng = np.random.default_rng(1)
-    for _ in range(40):
-        quat = T.convert_quat(env.scene.sim.data.get_body_xquat(name), to="xyzw")
-        np.testing.assert_allclose(obs["ee_states"][3:], T.quat2axisangle(quat.copy()), atol=1e-5)
-        np.testing.assert_allclose(obs["ee_states"][:3], env.scene.sim.data.site_xpos[env._eef_site], atol=1e-6)
-        state = env.robot_state()
-        np.testing.assert_array_equal(state[5:9], quat)
+    for _ in range(20):
+        p = env.robot_proprio()
+        np.testing.assert_array_equal(p["hand_quat"], T.convert_quat(env.scene.sim.data.get_body_xquat(name), to="xyzw"))
         body = env.data.xmat[mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_BODY, name)].reshape(3, 3)
-        np.testing.assert_allclose(obs["ee_rot6"], np.r_[body[:, 0], body[:, 1]], atol=1e-6)
+        np.testing.assert_allclose(p["hand_rot"], body)
+        np.testing.assert_allclose(p["hand_rot"].T @ p["ee_rot"], SITE_IN_HAND, atol=1e-9)
+        np.testing.assert_allclose(obs["ee_states"][3:], rotation_to_axis_angle(p["ee_rot"]), atol=1e-6)
         obs, _, _ = env.step(np.r_[rng.uniform(-0.3, 0.3, 3), rng.uniform(-1, 1, 3), 0.0])
-    # The site's rotation is the body's turned a quarter about the hand's axis (what old files are read with).
-    from libero_ll.data.hdf5 import SITE_IN_HAND
-
-    p = env.robot_proprio()
-    np.testing.assert_allclose(p["hand_rot"].T @ p["ee_rot"], SITE_IN_HAND, atol=1e-9)
