@@ -468,21 +468,14 @@ def test_unreadable_file(tmp_path):
         parse_file(tmp_path)  # a folder
 
 
-def test_file_that_is_not_utf8(tmp_path):
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_file_that_is_not_utf8(tmp_path, end):
     path = tmp_path / "bad.bddl"
-    path.write_bytes(b"(define (problem P)\n  (:language caf\xe9)\n")
+    path.write_bytes(b"(define (problem P)" + end + b"  (:language caf\xe9)" + end)
     with pytest.raises(BddlError) as info:
         parse_file(path)
     assert (info.value.line, info.value.col) == (2, 17)
     assert "UTF-8" in info.value.message
-
-
-def test_file_that_is_not_utf8_with_cr_line_endings(tmp_path):
-    path = tmp_path / "bad.bddl"
-    path.write_bytes(b"(define (problem P)\r  (:language caf\xe9)\r")
-    with pytest.raises(BddlError) as info:
-        parse_file(path)
-    assert (info.value.line, info.value.col) == (2, 17)
 
 
 def test_problem_class_is_read_case_insensitively_as_its_registered_spelling():

@@ -364,11 +364,13 @@ def test_text_attributes_stored_as_bytes_are_read_as_text(tmp_path):
     assert demo.model_file == "<mujoco/>" and demo.obs == {} and demo.states.shape == (1, 0)
 
 
-def test_an_unknown_image_convention_is_refused(tmp_path):
+@pytest.mark.parametrize("attr", ["image_convention", "macros_image_convention"])
+def test_an_unknown_image_convention_is_refused(tmp_path, attr):
+    # Ours, and LIBERO's (robosuite's macro IMAGE_CONVENTION).
     path = tmp_path / "odd.hdf5"
     with h5py.File(path, "w") as f:
-        f.create_group("data").attrs["image_convention"] = "sideways"
-    with pytest.raises(LiberoError, match="image_convention is 'sideways'"):
+        f.create_group("data").attrs[attr] = "sideways"
+    with pytest.raises(LiberoError, match=f"data.{attr} is 'sideways'"):
         read_info(path)
 
 
@@ -505,11 +507,3 @@ def test_libero_files_say_their_image_order_and_are_flipped_only_when_it_is_open
     assert info.image_convention is None and info.image_rows == ("opengl" if flipped else "upright")
     want = frames[:, ::-1] if flipped else frames
     np.testing.assert_array_equal(read_demos(path)[0].obs["agentview_rgb"], want)
-
-
-def test_an_unknown_libero_image_order_is_refused(tmp_path):
-    path = tmp_path / "libero.hdf5"
-    with h5py.File(path, "w") as f:
-        f.create_group("data").attrs["macros_image_convention"] = "sideways"
-    with pytest.raises(LiberoError, match="macros_image_convention is 'sideways'"):
-        read_info(path)
