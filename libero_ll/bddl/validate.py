@@ -138,6 +138,16 @@ class _Validator:
                 self.add(where, f"bad category name '{category}'")
             elif self.categories is not None and category not in self.categories:
                 self.add(where, f"unknown category '{category}'; known: {known}")
+            elif (facts := self.facts.get(category)) is not None and self.wrong_section(inst, facts.kind):
+                # The scene goes by the category: a plate among the :fixtures still moves, a cabinet among the
+                # :objects is still welded.
+                section, kind = (":fixtures", "movable object") if inst in spec.fixtures else (":objects", "fixture")
+                self.warn(
+                    spec.decl_locs.get(inst),
+                    f"'{inst}' is declared among the {section}, but its category {category} is a {kind}, which "
+                    f"the scene makes it whatever the section: declare it among the "
+                    f"{':objects' if section == ':fixtures' else ':fixtures'}",
+                )
             elif self.categories is not None and inst != category and inst in self.categories:
                 # `plate_1 plate - basket` (a missing " - ") declares an instance named `plate` a basket.
                 self.warn(
@@ -145,6 +155,11 @@ class _Validator:
                     f"'{inst}' is the name of a category, but this instance is of category {category}: "
                     f"is a ' - ' missing before '{inst}' on its line?",
                 )
+
+    def wrong_section(self, inst: str, kind: str) -> bool:
+        """Whether `inst` is declared in the section that does not hold things of its category's kind (objects
+        among :objects; fixtures and the workspace among :fixtures)."""
+        return (inst in self.spec.fixtures and kind == "object") or (inst in self.spec.objects and kind != "object")
 
     def check_placed(self) -> None:
         """Every object, and every fixture but the workspace (known from the facts), is placed by an :init On

@@ -623,3 +623,35 @@ def test_a_lower_case_problem_class_is_read_as_its_registered_spelling():
     assert err.message == (
         "unknown problem class 'libero_tabletop_manipulation'; did you mean 'LIBERO_Tabletop_Manipulation'?"
     ), err.message
+
+
+def test_an_instance_declared_in_the_other_section_than_its_category_is_a_warning(tmp_path):
+    # The scene goes by the category, so a plate among the :fixtures stayed movable and a cabinet among the
+    # :objects welded, without a word.
+    from pathlib import Path
+
+    from libero_ll.assets.categories import affordances, category_facts
+
+    example = Path(__file__).resolve().parents[2] / "bddl_tasks/examples/kitchen_put_the_bowl_in_the_top_drawer_and_close_it.bddl"
+    text = example.read_text()
+    plate, cabinet = "    plate_1 - plate\n", "    wine_rack_1 - wine_rack\n"
+    moved = {
+        "plate": (text.replace(plate, "").replace(cabinet, cabinet + plate), "plate_1", "among the :fixtures",
+                  "a movable object"),
+        "rack": (text.replace(cabinet, "").replace(plate, plate + cabinet), "wine_rack_1", "among the :objects",
+                 "a fixture"),
+    }
+    categories, facts = affordances(), category_facts()
+    for name, (changed, inst, section, kind) in moved.items():
+        path = tmp_path / f"{name}.bddl"
+        path.write_text(changed)
+        found: list = []
+        check_file(path, categories, facts=facts, warnings=found)
+        said = [w for w in found if "declared among" in w.message]
+        assert len(said) == 1, (name, [str(w) for w in found])
+        line = changed[: changed.index(f"    {inst} - ")].count("\n") + 1
+        assert said[0].line == line and section in said[0].message and kind in said[0].message, str(said[0])
+    # As the example is, nothing is said.
+    found = []
+    check_file(example, categories, facts=facts, warnings=found)
+    assert found == []
