@@ -651,10 +651,12 @@ def read_demos(
     return list(iter_demos(path, obs_keys, max_demos, upright=upright, ee_orientation=ee_orientation))
 
 
-def _reframe(path: Path, name: str, obs_grp, robot_states: np.ndarray, src: str, dst: str):
+def _reframe(path: Path, name: str, obs_grp, robot_states: np.ndarray, src: str, dst: str, ee_wanted: bool):
     """A demo's hand orientation, recorded in frame `src`, in frame `dst`: (ee_states' axis-angle part (T, 3),
-    or None when the demo has no ee_states; robot_states with its quaternion turned, when it holds one)."""
-    ee = obs_grp["ee_states"][()][:, 3:6] if obs_grp is not None and "ee_states" in obs_grp else None
+    or None when it is not `ee_wanted` or the demo has no ee_states; robot_states with its quaternion turned,
+    when it holds one)."""
+    has_ee = ee_wanted and obs_grp is not None and "ee_states" in obs_grp
+    ee = obs_grp["ee_states"][()][:, 3:6] if has_ee else None
     quat = robot_states[:, 5:9] if robot_states.shape[1:] == (9,) and np.any(robot_states[:, 5:9]) else None
     # Each from its own numbers: a file's ee_states and robot_states need not be alike (float32 or float64).
     ee_rot = axis_angle_to_matrix(ee) if ee is not None else None
@@ -716,7 +718,7 @@ def iter_demos(
             turned = None
             if convert:
                 turned, robot_states = _reframe(path, name, obs_grp, robot_states, info.ee_orientation,
-                                                ee_orientation)
+                                                ee_orientation, ee_wanted=bool({"ee_states", "ee_rot6"} & set(keys)))
             obs = {}
             for key in keys:
                 source, derive = DERIVED_OBS.get(key, (key, None))

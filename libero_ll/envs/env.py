@@ -149,8 +149,6 @@ class LiberoEnv:
         self._arm_qpos = np.array(robot._ref_joint_pos_indexes)
         self._grip_qpos = np.array(robot._ref_gripper_joint_pos_indexes["right"])
         self._eef_site = robot.eef_site_id["right"]
-        # The hand's body, whose orientation LIBERO's files (robosuite's robot0_eef_quat) record.
-        self._hand_body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, robot.robot_model.eef_name["right"])
         self._lean = None
         if self.config.controller == "lean":
             from libero_ll.envs.control import LeanControl
@@ -387,27 +385,20 @@ class LiberoEnv:
     # ------------------------------------------------------------------ observations
 
     def robot_proprio(self) -> dict:
-        """joint_states (7), gripper_states (2), ee_states (the grip point's position 3 + its orientation as an
-        axis-angle 3, the angle within [0, π]), the grip point's position and rotation matrix (what the
-        controller moves: `ee_pos`, `ee_rot`), and the hand body's quaternion (`hand_quat`, xyzw, as
-        robosuite's robot0_eef_quat and LIBERO's files give it) and rotation matrix (`hand_rot`).
-
-        The grip site is turned 90 degrees about the hand's axis from the hand's body, whose orientation
-        LIBERO's files record; their files are read into this convention (`libero_ll.data.hdf5`,
-        DatasetInfo.ee_orientation).
+        """joint_states (7), gripper_states (2), ee_states (the grip site's position 3 + its orientation as an
+        axis-angle 3, the angle within [0, π]), and the grip site's position and rotation matrix (`ee_pos`,
+        `ee_rot`). LIBERO's files record the hand body's orientation instead (a quarter turn about the hand's
+        axis from the site's); they are read into this frame (`libero_ll.data.hdf5`, DatasetInfo.ee_orientation).
         """
         d = self.data
         pos = d.site_xpos[self._eef_site].copy()
         rot = d.site_xmat[self._eef_site].reshape(3, 3).copy()
-        wxyz = d.xquat[self._hand_body]
         return {
             "joint_states": d.qpos[self._arm_qpos].astype(np.float32),
             "gripper_states": d.qpos[self._grip_qpos].astype(np.float32),
             "ee_states": np.concatenate([pos, rotation_to_axis_angle(rot)]).astype(np.float32),
             "ee_pos": pos,
             "ee_rot": rot,
-            "hand_quat": np.array([wxyz[1], wxyz[2], wxyz[3], wxyz[0]]),
-            "hand_rot": d.xmat[self._hand_body].reshape(3, 3).copy(),
         }
 
     def robot_state(self) -> np.ndarray:

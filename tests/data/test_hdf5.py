@@ -417,7 +417,7 @@ def _episode_in_both_frames(task, steps=60):
             site["ee_states"].append(obs["ee_states"])
             site["ee_rot6"].append(obs["ee_rot6"])
             site["robot"].append(env.robot_state())
-            quat = env.robot_proprio()["hand_quat"]
+            quat = T.convert_quat(env.scene.sim.data.get_body_xquat("robot0_right_hand"), to="xyzw")
             body["ee_states"].append(np.r_[env.robot_proprio()["ee_pos"], T.quat2axisangle(quat.copy())])  # float64
             body["robot"].append(np.r_[env.robot_state()[:5], quat])
             joints.append(obs["joint_states"])
@@ -450,6 +450,8 @@ def test_the_hands_orientation_is_read_in_the_frame_asked_for(tmp_path, bowl_tas
     np.testing.assert_allclose(back.obs["ee_states"], site["ee_states"], atol=1e-5)
     np.testing.assert_allclose(back.obs["ee_rot6"], site["ee_rot6"], atol=1e-5)
     np.testing.assert_allclose(back.robot_states, site["robot"], atol=2e-5)
+    # Without ee_states asked for (a replay), only robot_states is turned.
+    np.testing.assert_allclose(read_demos(libero, obs_keys=[])[0].robot_states, site["robot"], atol=2e-5)
     raw = read_demos(libero, obs_keys=["ee_states"], ee_orientation=HAND_BODY)[0]
     np.testing.assert_array_equal(raw.obs["ee_states"], body["ee_states"])
 

@@ -189,7 +189,7 @@ def test_ctrl_c_while_the_simulator_closes_comes_once_it_is_closed(bowl_task):
     assert signal.getsignal(signal.SIGINT) is handler
 
 
-def test_the_hand_bodys_orientation_is_robosuites_eef_quat_and_the_site_turned_from_it(soup_env):
+def test_the_grip_site_is_a_quarter_turn_from_the_hand_body_of_robosuites_eef_quat(soup_env):
     # LIBERO's files hold robosuite's robot0_eef_pos (the grip site) and robot0_eef_quat (the hand's body); the
     # environment observes the grip site's orientation, a quarter turn about the hand's axis from the body's.
     import mujoco
@@ -202,11 +202,12 @@ def test_the_hand_bodys_orientation_is_robosuites_eef_quat_and_the_site_turned_f
     obs = env.reset(seed=2)
     name = env.scene.robots[0].robot_model.eef_name["right"]
     rng = np.random.default_rng(1)
+    body_id = mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_BODY, name)
     for _ in range(20):
         p = env.robot_proprio()
-        np.testing.assert_array_equal(p["hand_quat"], T.convert_quat(env.scene.sim.data.get_body_xquat(name), to="xyzw"))
-        body = env.data.xmat[mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_BODY, name)].reshape(3, 3)
-        np.testing.assert_allclose(p["hand_rot"], body)
-        np.testing.assert_allclose(p["hand_rot"].T @ p["ee_rot"], SITE_IN_HAND, atol=1e-9)
+        body = env.data.xmat[body_id].reshape(3, 3)
+        np.testing.assert_allclose(T.quat2mat(T.convert_quat(env.scene.sim.data.get_body_xquat(name), to="xyzw")),
+                                   body, atol=1e-6)  # robosuite's eef_quat is this body's
+        np.testing.assert_allclose(body.T @ p["ee_rot"], SITE_IN_HAND, atol=1e-9)
         np.testing.assert_allclose(obs["ee_states"][3:], rotation_to_axis_angle(p["ee_rot"]), atol=1e-6)
         obs, _, _ = env.step(np.r_[rng.uniform(-0.3, 0.3, 3), rng.uniform(-1, 1, 3), 0.0])
