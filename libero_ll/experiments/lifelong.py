@@ -272,6 +272,11 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
         learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
         learner.rng = np.random.default_rng(int(cfg.seed))
+        precision, compiled = train_cfg.precision_on(device), train_cfg.compile_on(device)
+        if precision != "fp32" or compiled:
+            how = [f"{precision} autocast"] if precision != "fp32" else []
+            how += [f"compiled ({'default' if compiled is True else compiled}; the first steps compile)"] if compiled else []
+            log(f"training on {device}: {', '.join(how)}")
         stages = learner.stages(len(tasks))
         if not cfg.init_from:
             # Low-dim inputs are standardised with the first stage's statistics only: later tasks are unseen

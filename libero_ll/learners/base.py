@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,14 +65,19 @@ class TrainConfig:
         data_on_device: hold the training windows (and ER's replay memory) on the policy's device and gather
             batches there: true, false, or null (auto: on a CUDA GPU when the data takes at most half of its
             free memory; on a CPU the host arrays are used). The batches are the same either way.
-        precision: "fp32" (the default) or "bf16": the training loss's forward pass (and so its backward)
-            under bfloat16 autocast on the policy's device. Weights, optimiser state and evaluation stay in
-            float32. On the 2-core CPU bf16 slowed a cpu-size step (docs/policies.md).
-        compile: false (the default), true (torch.compile's default mode) or a torch.compile mode
-            ("reduce-overhead" uses CUDA graphs on a GPU; "max-autotune", "max-autotune-no-cudagraphs"):
-            the training loss is computed by a compiled copy of ``policy.compute_loss``. Compiling takes
-            seconds to minutes at the first step and again for each new batch shape; evaluation and
-            EWC's Fisher estimate run eagerly.
+        precision: "fp32" (the default), "bf16": the training loss's forward pass (and so its backward)
+            under bfloat16 autocast on the policy's device, or null (auto: bf16 on a CUDA GPU, fp32
+            elsewhere). Weights, optimiser state and evaluation stay in float32. On the 2-core CPU bf16
+            slowed a cpu-size step (docs/policies.md).
+        compile: false (the default), true (torch.compile's default mode), a torch.compile mode
+            ("reduce-overhead" uses CUDA graphs on a GPU; "max-autotune", "max-autotune-no-cudagraphs"),
+            or null (auto: "reduce-overhead" on a CUDA GPU, off elsewhere; should compiling fail there,
+            training goes on uncompiled with a warning): the training loss is computed by a compiled copy
+            of ``policy.compute_loss``. Compiling takes seconds to minutes at the first step and again for
+            each new batch shape. An epoch's last, smaller batch is padded to the full batch's size with
+            windows whose steps are all masked out (the same loss and gradients; not for a policy with
+            batch-statistics norms), so that a stage compiles once per batch size of the learner
+            (docs/speed.md). Evaluation and EWC's Fisher estimate run eagerly.
     """
 
     epochs: int = 50
@@ -85,8 +91,8 @@ class TrainConfig:
     grasp_weight: float = 1.0
     grasp_steps: int = 15
     data_on_device: bool | None = None
-    precision: str = "fp32"
-    compile: bool | str = False
+    precision: str | None = "fp32"
+    compile: bool | str | None = False
 
     def __post_init__(self) -> None:
         for key, least in (("epochs", 0), ("batch_size", 1), ("window_stride", 1)):
@@ -100,12 +106,14 @@ class TrainConfig:
             if not number or value < 0 or (positive and value == 0):
                 kind = "a positive number" if positive else "a non-negative number"
                 raise LiberoError(f"train.{key} must be {kind}, got {value!r}")
-        if self.precision not in PRECISIONS:
-            raise LiberoError(f"train.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        if not isinstance(self.compile, bool) and self.compile not in COMPILE_MODES:
+        if self.precision is not None and self.precision not in PRECISIONS:
             raise LiberoError(
-                f"train.compile must be true, false or a torch.compile mode ({', '.join(COMPILE_MODES)}), "
-                f"got {self.compile!r}"
+                f"train.precision must be one of {', '.join(PRECISIONS)} or null (auto), got {self.precision!r}"
+            )
+        if self.compile is not None and not isinstance(self.compile, bool) and self.compile not in COMPILE_MODES:
+            raise LiberoError(
+                f"train.compile must be true, false, null (auto) or a torch.compile mode "
+                f"({', '.join(COMPILE_MODES)}), got {self.compile!r}"
             )
         if self.data_on_device is not None and not isinstance(self.data_on_device, bool):
             raise LiberoError(f"train.data_on_device must be true, false or null (auto), got {self.data_on_device!r}")
@@ -116,6 +124,19 @@ class TrainConfig:
             raise LiberoError(f"train.grasp_weight must be a positive number, got {self.grasp_weight!r}")
         if isinstance(self.grasp_steps, bool) or not isinstance(self.grasp_steps, int) or self.grasp_steps < 0:
             raise LiberoError(f"train.grasp_steps must be a non-negative integer, got {self.grasp_steps!r}")
+
+    def precision_on(self, device: torch.device) -> str:
+        """The precision training uses on `device`: `precision`, or for null bf16 on a CUDA GPU, else fp32."""
+        if self.precision is None:
+            return "bf16" if torch.device(device).type == "cuda" else "fp32"
+        return self.precision
+
+    def compile_on(self, device: torch.device) -> bool | str:
+        """The torch.compile mode training uses on `device` (False: none): `compile`, or for null
+        "reduce-overhead" on a CUDA GPU and none elsewhere."""
+        if self.compile is None:
+            return "reduce-overhead" if torch.device(device).type == "cuda" else False
+        return self.compile
 
     def dataset(self, tasks: list[TaskData], policy) -> SequenceDataset:
         """`policy`'s training windows of `tasks` (`BasePolicy.windows`) with this config's grasp weighting,
@@ -165,7 +186,10 @@ class Learner:
         # Moving average of the policy's parameters over the stage's steps (train.ema_decay), by name.
         self._ema: dict[str, torch.Tensor] | None = None
         self._ema_steps = 0
-        self._compiled_loss = None  # torch.compile of policy.compute_loss (train.compile), made at first use
+        # torch.compile of policy.compute_loss (train.compile), made at first use; False once compiling failed
+        # under train.compile null (auto). Batches are padded to the largest size it was called with.
+        self._compiled_loss = None
+        self._compiled_size = 0
 
     @classmethod
     def check_options(cls, options: dict) -> None:
@@ -210,15 +234,34 @@ class Learner:
     def loss(self, batch: dict) -> torch.Tensor:
         """The policy's behaviour-cloning loss on `batch` (a float32 scalar), computed as train.precision and
         train.compile say; every learner trains on this."""
-        fn = self.policy.compute_loss
-        mode = self.train_cfg.compile
-        if mode:
-            if self._compiled_loss is None:
-                # Compiled for each batch shape as it comes (the full batch, an epoch's last one): a shape
-                # left symbolic could not draw the random shift's offsets (torch.randint takes concrete sizes).
-                self._compiled_loss = torch.compile(fn, mode=None if mode is True else mode, dynamic=False)
-            fn = self._compiled_loss
-        if self.train_cfg.precision == "bf16":
+        device = self.policy.device
+        mode = self.train_cfg.compile_on(device) if self._compiled_loss is not False else False
+        bf16 = self.train_cfg.precision_on(device) == "bf16"
+        if not mode:
+            return self._loss_with(self.policy.compute_loss, batch, bf16)
+        if self._compiled_loss is None:
+            # Compiled for each batch shape as it comes: a shape left symbolic could not draw the random
+            # shift's offsets (torch.randint takes concrete sizes). Smaller batches are padded to the largest
+            # size seen (pad_batch), so that an epoch's last batch does not compile again.
+            self._compiled_loss = torch.compile(self.policy.compute_loss, mode=None if mode is True else mode,
+                                                dynamic=False)
+        size = _batch_size(batch)
+        if size < self._compiled_size and not _has_batch_statistics(self.policy):
+            batch = pad_batch(batch, self._compiled_size)
+        self._compiled_size = max(self._compiled_size, _batch_size(batch))
+        try:
+            return self._loss_with(self._compiled_loss, batch, bf16)
+        except Exception as e:  # noqa: BLE001 - only a compiler's failure is caught, below
+            if self.train_cfg.compile is not None or not _is_compiler_error(e):
+                raise
+            warnings.warn(f"train.compile (auto): compiling the training loss failed on {device} "
+                          f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); training goes "
+                          "on uncompiled. Set train.compile=false to skip the attempt.", stacklevel=2)
+            self._compiled_loss = False
+            return self._loss_with(self.policy.compute_loss, batch, bf16)
+
+    def _loss_with(self, fn, batch: dict, bf16: bool) -> torch.Tensor:
+        if bf16:
             with torch.autocast(device_type=self.policy.device.type, dtype=torch.bfloat16):
                 return fn(batch).float()
         return fn(batch)
@@ -409,6 +452,47 @@ class Learner:
         ema = state.get("ema")
         self._ema = None if ema is None else {n: t.clone() for n, t in ema.items()}
         self._ema_steps = int(state.get("ema_steps", 0))
+
+
+def _batch_size(batch: dict) -> int:
+    """Windows in `batch` (the length of its actions)."""
+    return int(batch["actions"].shape[0])
+
+
+def pad_batch(batch: dict, size: int) -> dict:
+    """`batch` padded to `size` windows with copies of its own windows whose steps are all masked out.
+
+    Masked steps add nothing to the loss or its gradients (`BasePolicy.compute_loss` averages over the unmasked
+    ones), so a padded batch trains exactly as the batch itself would, up to the random augmentations' draws,
+    for policies whose layers treat each window on its own (no batch-statistics norms). Used for compiled
+    training, where every new batch size would compile the loss again."""
+    n = _batch_size(batch)
+    if size <= n:
+        return batch
+    index = np.arange(size - n) % n
+
+    def extend(key, value):
+        if isinstance(value, dict):
+            return {k: extend(k, v) for k, v in value.items()}
+        if value is None:
+            return None
+        extra = value[torch.as_tensor(index, device=value.device) if torch.is_tensor(value) else index]
+        if key in ("mask", "next_mask"):
+            extra = torch.zeros_like(extra) if torch.is_tensor(extra) else np.zeros_like(extra)
+        return torch.cat([value, extra]) if torch.is_tensor(value) else np.concatenate([value, extra])
+
+    return {k: extend(k, v) for k, v in batch.items()}
+
+
+def _has_batch_statistics(policy) -> bool:
+    """Whether a layer of `policy` mixes the windows of a batch (batch norm), which padding would change."""
+    return any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in policy.modules())
+
+
+def _is_compiler_error(error: BaseException) -> bool:
+    """Whether `error` comes from torch.compile's machinery (dynamo, inductor, a missing compiler or Triton)."""
+    kinds = [type(error), *(type(e) for e in (error.__cause__, error.__context__) if e is not None)]
+    return any(k.__module__.startswith(("torch._dynamo", "torch._inductor", "triton")) for k in kinds)
 
 
 def _copy_weights(params: dict[str, torch.nn.Parameter], values: dict[str, torch.Tensor]) -> None:

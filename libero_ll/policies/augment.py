@@ -28,9 +28,8 @@ def random_shift(images: torch.Tensor, pad: int, generator: torch.Generator | No
         return images
     b, t, c, h, w = images.shape
     device = images.device
-    # Drawn on the host (the same offsets on every device for a seeded generator), then queued to the device.
-    offsets = torch.randint(0, 2 * pad + 1, (2, b), generator=generator, device="cpu")
-    offsets = host_to_device(offsets, device) - pad
+    offsets = _draw(lambda where: torch.randint(0, 2 * pad + 1, (2, b), generator=generator, device=where),
+                    device, generator) - pad
     # Clamping source indices to the image reproduces replicate padding without building the padded copy.
     rows = (torch.arange(h, device=device)[None, :] + offsets[0][:, None]).clamp_(0, h - 1)  # (B, H)
     cols = (torch.arange(w, device=device)[None, :] + offsets[1][:, None]).clamp_(0, w - 1)  # (B, W)
@@ -38,6 +37,18 @@ def random_shift(images: torch.Tensor, pad: int, generator: torch.Generator | No
     shifted = images.gather(3, rows)
     cols = cols[:, None, None, None, :].expand(b, t, c, h, w)
     return shifted.gather(4, cols)
+
+
+def _draw(sample, device: torch.device, generator: torch.Generator | None) -> torch.Tensor:
+    """Random numbers `sample(where)` for a batch on `device`.
+
+    Drawn on the host, the same numbers on every device for a seeded generator, then queued to the device;
+    but inside a function being compiled (train.compile) without a generator, on the device itself: a draw
+    on the host and its copy would be a CPU operation in the compiled graph, which CUDA graphs
+    ("reduce-overhead") cannot hold, so the graph would be split around it (or not captured at all)."""
+    if generator is None and torch.compiler.is_compiling() and torch.device(device).type != "cpu":
+        return sample(device)
+    return host_to_device(sample("cpu"), device)
 
 
 def _grey(images: torch.Tensor) -> torch.Tensor:
@@ -48,7 +59,7 @@ def _grey(images: torch.Tensor) -> torch.Tensor:
 
 def _factors(b: int, strength: float, device, dtype, generator) -> torch.Tensor:
     """Per-window factors uniform in [1 - strength, 1 + strength], shaped to broadcast over (T, C, H, W)."""
-    u = host_to_device(torch.rand(b, generator=generator, device="cpu"), device).to(dtype)
+    u = _draw(lambda where: torch.rand(b, generator=generator, device=where), device, generator).to(dtype)
     return (1.0 + strength * (2.0 * u - 1.0)).view(b, 1, 1, 1, 1)
 
 

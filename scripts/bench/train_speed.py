@@ -16,7 +16,8 @@ say (compiling happens in the untimed warm-up steps). ``--profile STEPS`` then p
 each policy with torch's profiler: the operators that take the most device time, and on a GPU the kernels
 launched per step and the GPU's busy time per step beside the wall time (a step whose GPU is busy for much
 less than its wall time is bound by launching work, not by doing it).
-``--syncs STEPS`` counts, on a GPU, the operations in that many steps that make the host wait for the GPU
+With ``--compile`` a line after each policy's says how many graphs were compiled, recompiled, and (on a
+GPU) skipped by CUDA graphs. ``--syncs STEPS`` counts, on a GPU, the operations in that many steps that make the host wait for the GPU
 (torch's CUDA sync debug mode) and prints where they are; a training step needs none, and each one keeps the
 host from queueing work while the GPU runs.
 
@@ -172,6 +173,19 @@ def count_syncs(policy, batch, steps: int, train, rows: int = 8) -> None:
         print(f"  {n / steps:5.1f} per step  {where}:{line}")
 
 
+def compile_counts() -> str:
+    """What torch.compile did so far in this process: graphs compiled, recompilations, and on a GPU the graphs
+    CUDA graphs ("reduce-overhead") skipped (with TORCH_LOGS=cudagraphs torch prints why)."""
+    from torch._dynamo.utils import counters
+
+    stats, inductor = counters["stats"], counters["inductor"]
+    line = (f"  compiled: {stats.get('unique_graphs', 0)} graphs, {counters['recompiles'].total()} "
+            f"recompilations")
+    if torch.cuda.is_available():
+        line += f", {inductor.get('cudagraph_skips', 0)} skipped by CUDA graphs"
+    return line
+
+
 def demo_batches(policy, data_dir: Path, batch_size: int, device, on_device: bool):
     """A callable giving random batches of the demos in `data_dir` (50 per file at most), gathered on the
     host and moved to `device`, or gathered on `device` from a copy held there."""
@@ -256,6 +270,8 @@ def main() -> None:
             on_dev = windows_per_second(policy, demo_batches(policy, a.data, batch_size, device, True), a.steps, **timing)
             line += f" {host:>10.1f} {on_dev:>11.1f}"
         print(line, flush=True)
+        if a.compile:
+            print(compile_counts(), flush=True)
         if a.profile:
             profile(policy, batch, a.profile, **timing)
         if a.syncs:

@@ -469,3 +469,29 @@ def test_a_loss_that_is_no_longer_a_number_stops_the_run_with_what_it_kept(
     (run,) = runs.iterdir()
     progress = json.loads((run / "progress.json").read_text())
     assert (progress["stage"], progress["phase"], progress["epoch"]) == (0, "train", 1)
+
+
+def test_a_run_says_when_it_trains_in_bf16_or_compiled(tmp_path, smoke_data, smoke_envs, make_smoke_config,
+                                                     stop_run):
+    # The paper preset leaves both to the machine (null): on a GPU the run says what it chose.
+    lines = []
+    cfg = make_smoke_config(tmp_path, smoke_data, *FAST, "train.precision=bf16")
+    with pytest.raises(_Stop):
+        lifelong.run_lifelong(cfg, log=lambda line: lines.append(line) or _stop_at(line, "training on"),
+                              envs=smoke_envs)
+    assert lines[-1] == "training on cpu: bf16 autocast"
+    lines.clear()
+    cfg = make_smoke_config(tmp_path / "auto", smoke_data, *FAST, "train.precision=null", "train.compile=null")
+    with pytest.raises(_Stop):
+        lifelong.run_lifelong(cfg, log=lambda line: lines.append(line) or _stop_at(line, "stage 1 epoch 1"),
+                              envs=smoke_envs)
+    assert not any(line.startswith("training on") for line in lines)  # float32 and eager on a CPU: no line
+
+
+class _Stop(Exception):
+    """Stops a run at a given log line."""
+
+
+def _stop_at(line: str, start: str) -> None:
+    if line.startswith(start):
+        raise _Stop(line)

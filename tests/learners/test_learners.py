@@ -9,6 +9,7 @@ import torch
 from libero_ll.data.dataset import SequenceDataset, TaskData
 from libero_ll.errors import LiberoError
 from libero_ll.learners import TrainConfig, make_learner
+from libero_ll.learners.base import pad_batch
 from libero_ll.policies import make_policy
 
 TINY = {
@@ -495,6 +496,95 @@ def test_a_compiled_loss_takes_a_second_batch_size_with_the_random_shift():
     dataset = SequenceDataset([data], 4, ["agentview_rgb", "gripper_states"])
     for size in (6, 4, 6):
         assert np.isfinite(float(learner.observe(dataset.get_batch(np.arange(size)))))
+
+
+TRANSFORMER_KEYS = ("dropout", "extra_embedding_size", "head_size", "heads", "mlp_size", "transformer_layers")
+
+
+@pytest.mark.parametrize("name, keys", [
+    ("resnet_t", {"action_chunk": 3}), ("resnet_t", {}), ("resnet_rnn", {"action_chunk": 2}),
+])
+def test_a_padded_batch_trains_exactly_as_the_batch_itself(name, keys):
+    # An epoch's last batch is padded for compiled training: the padding must change neither the loss nor the
+    # step, with chunked targets (next_mask) and grasp weights too.
+    data = _task(0)
+    dataset = SequenceDataset([data], 4, ["agentview_rgb", "gripper_states"], next_actions=2, grasp_weight=3.0)
+    batch = dataset.get_batch(np.array([0, 5, 9, 17]))
+    padded = pad_batch(batch, 7)
+    assert padded["actions"].shape[0] == 7 and not padded["mask"][4:].any() and not padded["next_mask"][4:].any()
+    assert np.array_equal(np.asarray(padded["task_id"][:4]), np.asarray(batch["task_id"]))
+    results = []
+    for b in (batch, padded):
+        torch.manual_seed(0)
+        base = TINY if name == "resnet_t" else {k: v for k, v in TINY.items() if k not in TRANSFORMER_KEYS}
+        policy = make_policy(name, {**base, **keys, "augment_shift": False, "augment_jitter": False,
+                                    "lowdim_noise": 0.0, **({"dropout": 0.0} if name == "resnet_t" else {})}, META)
+        learner = make_learner("seql", policy, TrainConfig(epochs=1, batch_size=4), {})
+        learner.start_task(0, data)
+        results.append((float(learner.observe(b)), [p.detach().clone() for p in policy.parameters()]))
+    assert results[1][0] == pytest.approx(results[0][0], rel=1e-5)
+    for a, b in zip(results[0][1], results[1][1]):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6)
+    assert pad_batch(batch, 4) is batch
+
+
+def _compiled_batch_sizes(monkeypatch, policy_keys: dict, train: TrainConfig, sizes=(6, 4, 6, 3)) -> list[int]:
+    """The batch sizes a compiled loss is called with when a learner observes batches of `sizes` windows
+    (torch.compile replaced by a recorder of its calls)."""
+    seen = []
+
+    def fake_compile(fn, **kwargs):
+        def compiled(batch):
+            seen.append(int(batch["actions"].shape[0]))
+            return fn(batch)
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    torch.manual_seed(0)
+    policy = make_policy("resnet_t", {**TINY, **policy_keys}, META)
+    learner = make_learner("seql", policy, train, {})
+    data = _task(0)
+    learner.start_task(0, data)
+    dataset = SequenceDataset([data], 4, ["agentview_rgb", "gripper_states"])
+    for size in sizes:
+        assert np.isfinite(float(learner.observe(dataset.get_batch(np.arange(size)))))
+    return seen
+
+
+def test_compiled_training_pads_an_epochs_last_batch_to_the_full_size(monkeypatch):
+    # Each new batch size compiled the loss again (about a minute on a GPU for the paper's network), once per
+    # stage for its last batch: padded, the compiled loss sees one size.
+    assert _compiled_batch_sizes(monkeypatch, {}, TrainConfig(epochs=1, batch_size=6, compile=True)) == [6, 6, 6, 6]
+    # Batch norm mixes a batch's windows: no padding there.
+    assert _compiled_batch_sizes(monkeypatch, {"encoder_norm": "batch"},
+                                 TrainConfig(epochs=1, batch_size=6, compile=True)) == [6, 4, 6, 3]
+
+
+def test_auto_precision_and_compile_are_float32_and_eager_on_a_cpu(monkeypatch):
+    train = TrainConfig(epochs=1, batch_size=6, precision=None, compile=None)
+    assert (train.precision_on(torch.device("cpu")), train.compile_on(torch.device("cpu"))) == ("fp32", False)
+    assert (train.precision_on(torch.device("cuda")), train.compile_on(torch.device("cuda"))) == ("bf16", "reduce-overhead")
+    assert _compiled_batch_sizes(monkeypatch, {}, train) == []
+    loss, _, reference = _one_step(train)
+    assert loss == pytest.approx(reference, rel=1e-6)
+
+
+def test_auto_compile_falls_back_to_eager_when_compiling_fails(monkeypatch):
+    import torch._dynamo.exc as dynamo_exc
+
+    def failing_compile(fn, **kwargs):
+        def compiled(batch):
+            raise dynamo_exc.InternalTorchDynamoError("no C compiler found")
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", failing_compile)
+    monkeypatch.setattr(TrainConfig, "compile_on", lambda self, device: "reduce-overhead" if self.compile is None else self.compile)
+    with pytest.warns(UserWarning, match="train.compile .auto.: compiling the training loss failed.*no C compiler"):
+        loss, _, reference = _one_step(TrainConfig(epochs=1, batch_size=6, compile=None))
+    assert loss == pytest.approx(reference, rel=1e-6)
+    # Asked for by name, a failure to compile stops the run.
+    with pytest.raises(dynamo_exc.InternalTorchDynamoError):
+        _one_step(TrainConfig(epochs=1, batch_size=6, compile="reduce-overhead"))
 
 
 @pytest.mark.parametrize("key, value", [("precision", "fp16"), ("compile", "fastest"), ("compile", 1)])

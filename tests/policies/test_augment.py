@@ -1,5 +1,6 @@
 """Window augmentation: one shift and one colour draw per window, the identity in eval mode."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -67,3 +68,25 @@ def test_window_augment_only_in_training_mode():
     assert not torch.equal(out, x)
     off = WindowAugment(0, (0.0, 0.0, 0.0)).train()
     assert torch.equal(off(x), x)
+
+
+@pytest.mark.parametrize("compiling, drawn_on", [(False, "cpu"), (True, "meta")])
+def test_random_numbers_are_drawn_on_the_device_inside_a_compiled_step(monkeypatch, compiling, drawn_on):
+    # Drawn on the host and copied, the numbers put a CPU operation into a compiled training step, which CUDA
+    # graphs cannot hold; eagerly they stay drawn on the host (the same numbers on every device).
+    import libero_ll.policies.augment as augment
+
+    devices = []
+    for name in ("randint", "rand"):
+        real = getattr(torch, name)
+        monkeypatch.setattr(augment.torch, name,
+                            lambda *a, _real=real, **k: devices.append(str(k.get("device"))) or _real(*a, **k))
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: compiling)
+    images = torch.empty(3, 2, 3, 8, 8, device="meta")
+    assert random_shift(images, 2).shape == images.shape
+    assert color_jitter(images).shape == images.shape
+    assert devices and set(devices) == {drawn_on}
+    # A seeded generator's numbers are the host's, compiled or not.
+    devices.clear()
+    random_shift(images, 2, generator=torch.Generator().manual_seed(0))
+    assert devices == ["cpu"]
