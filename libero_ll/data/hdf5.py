@@ -249,6 +249,10 @@ class DatasetInfo:
     stats: dict = field(default_factory=dict)
 
 
+# robomimic's kind of environment (its EnvType) for a robosuite environment, kept in env_args["type"].
+ROBOMIMIC_ROBOSUITE_TYPE = 1
+
+
 class DemoWriter:
     """Writes demos into one task file, atomically.
 
@@ -265,7 +269,8 @@ class DemoWriter:
         problem_info: task metadata (problem name, language instruction, ...), stored as JSON.
         bddl_file_name: the task file's path or name.
         bddl_file_content: the task file's text.
-        env_args: keyword arguments that rebuild the environment, stored as JSON.
+        env_args: keyword arguments that rebuild the environment, stored as JSON, with robomimic's
+            ``"type"`` (1, a robosuite environment) unless they hold one.
         generator: what made the demos, e.g. ``"scripted_expert 0.1.0"`` or ``"teleoperation"``.
         compression: ``"gzip"``, ``"lzf"`` or None, used for images (and states).
         ee_orientation: the frame of the hand's orientation the demos hold (``GRIP_SITE``, as the environment
@@ -309,7 +314,8 @@ class DemoWriter:
             data.attrs["problem_info"] = json.dumps(problem_info)
             data.attrs["bddl_file_name"] = str(bddl_file_name)
             data.attrs["bddl_file_content"] = bddl_file_content
-            data.attrs["env_args"] = json.dumps(env_args)
+            # robomimic reads the kind of environment from env_args["type"] (1: robosuite) before anything else.
+            data.attrs["env_args"] = json.dumps({"type": ROBOMIMIC_ROBOSUITE_TYPE, **env_args})
             data.attrs["generator"] = generator
             data.attrs["image_convention"] = IMAGE_CONVENTION
             data.attrs["ee_orientation"] = ee_orientation

@@ -117,7 +117,7 @@ class Geometry:
         pa = self.pos(a)
         if b in self.body_of:
             pb = self.pos(b)
-            return (
+            return bool(
                 pa[2] > pb[2] + th.ON_MIN_HEIGHT
                 and float(np.hypot(*(pa[:2] - pb[:2]))) <= th.ON_XY_TOLERANCE
                 and self.touching(a, b)
@@ -139,8 +139,8 @@ class Geometry:
         if region is None:
             raise LiberoError(f"On: unknown region {b!r}")
         local = region.rot.T @ (pa - region.center)
-        return (
-            bool(np.all(np.abs(local[:2]) <= region.half[:2] + th.IN_TOLERANCE))
+        return bool(
+            np.all(np.abs(local[:2]) <= region.half[:2] + th.IN_TOLERANCE)
             and -region.half[2] <= local[2] <= region.half[2] + th.ON_REGION_MAX_HEIGHT
             and self.touching(a, region.owner)
         )

@@ -19,8 +19,10 @@ IN_TOLERANCE = 0.005
 IN_BOTTOM_TOLERANCE = 0.02
 # Up(a): a's bottom must be this far above where it started.
 UP_HEIGHT = 0.10
-# Two bodies count as touching when MuJoCo reports a contact with penetration at most this
-# (negative distance) or a separation below it.
+# Two bodies count as touching when MuJoCo reports a contact between them at a distance below this: any
+# overlap, or a separation below it. MuJoCo reports a pair only once it is closer than the geoms' collision
+# margins, which are 0 in our scenes, so every reported contact is an overlap and counts; the separation
+# matters where margins are set (tests/envs/test_thresholds.py sets them to see it).
 CONTACT_MARGIN = 0.002
 
 # Open(x) / Close(x) of a drawer: how far it is pulled out of the cabinet, metres.

@@ -107,6 +107,18 @@ def test_hand_position_is_read_from_ee_states_when_a_file_lacks_it(tmp_path):
         read_demos(path, obs_keys=["ee_pos"])
 
 
+def test_env_args_carry_robomimics_environment_type(tmp_path):
+    # robomimic reads env_args["type"] first (1: a robosuite environment); writers that leave it out get it.
+    header = {**HEADER, "env_args": {"env_name": "ToyEnv", "env_kwargs": {}}}
+    with DemoWriter(tmp_path / "a.hdf5", **header) as w:
+        w.add(make_demo(3))
+    assert read_info(tmp_path / "a.hdf5").env_args == {"type": 1, "env_name": "ToyEnv", "env_kwargs": {}}
+    header["env_args"] = {"type": 3, "env_name": "ToyEnv"}
+    with DemoWriter(tmp_path / "b.hdf5", **header) as w:
+        w.add(make_demo(3))
+    assert read_info(tmp_path / "b.hdf5").env_args["type"] == 3
+
+
 def test_file_follows_the_documented_layout(tmp_path):
     path = tmp_path / "task.hdf5"
     write(path, [make_demo(4)], compression="lzf")
