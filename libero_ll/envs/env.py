@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -17,6 +14,7 @@ from libero_ll.bddl.validate import BddlWarning, validate_with_warnings
 from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
 from libero_ll.envs.render import ROBOT_MESHES, CameraRenderer, draw_robot, prepare_offscreen
 from libero_ll.errors import LiberoError
+from libero_ll.signals import interrupts_held
 
 CAMERAS = {"agentview_rgb": "agentview", "eye_in_hand_rgb": "robot0_eye_in_hand"}
 CONTROLLERS = ("lean", "robosuite")
@@ -430,32 +428,11 @@ class LiberoEnv:
         """Free the simulator and the cameras' GL contexts. A Ctrl-C that comes meanwhile is raised once they
         are freed: cut in half, robosuite's freeing left a simulator whose later collection printed tracebacks
         (`MjSim.free`, `_render_context_offscreen`), and one inside its garbage collection was lost."""
-        with _interrupts_held():
+        with interrupts_held():
             for r in self._renderers.values():
                 r.close()
             self._renderers.clear()
             self.scene.close()
-
-
-@contextlib.contextmanager
-def _interrupts_held():
-    """Hold SIGINT inside the block and deliver it, as the handler before would have, when the block ends.
-    Outside the main thread (where signals are not Python's to handle), or where the handler was not set from
-    Python (it could not be put back), the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
-        yield
-        return
-    came: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if came:
-            if callable(previous):
-                previous(signal.SIGINT, None)
-            elif previous == signal.SIG_DFL:
-                signal.raise_signal(signal.SIGINT)
 
 
 def rotation_to_axis_angle(rot: np.ndarray) -> np.ndarray:

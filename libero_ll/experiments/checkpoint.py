@@ -12,19 +12,25 @@ import numpy as np
 import torch
 
 from libero_ll.errors import LiberoError
+from libero_ll.signals import interrupts_held
 
 FINAL_POLICY = "final_policy.pt"
 
 
 def atomic_torch_save(obj, path: Path) -> None:
-    """Write `obj` with torch.save to a temporary name in the same folder, flush it to disk, rename it into place."""
+    """Write `obj` with torch.save to a temporary name in the same folder, flush it to disk, rename it into place.
+
+    A Ctrl-C or SIGTERM that comes meanwhile is raised once the file is in place: cut in half, torch's writer
+    failed with an error of its own ("unexpected pos") in place of the interrupt, so that a stopped run printed a
+    traceback instead of what it had kept."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        torch.save(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    with interrupts_held():
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
 
 
 def load_checkpoint(path: Path) -> dict:
