@@ -367,3 +367,33 @@ def test_policy_flops_match_a_hand_count_for_the_rnn():
     lstm = 4 * hidden * (inp + hidden) + 4 * hidden * (hidden + hidden)
     head = hidden * 32 + 32 * (5 * 7) * 2 + 32 * 5
     assert policy_flops(policy, make_batch(b=b, t=t)) == b * language + b * t * (lstm + head)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_compiled_training_loss_runs_wholly_on_the_policys_device(name):
+    # CUDA graphs (train.compile "reduce-overhead") cannot hold an operation on the host: the random shift's
+    # offsets, drawn on the host and copied, put two such operations into every compiled step. Traced with the
+    # policy and its batch on the meta device, no tensor of the graph may be on the CPU.
+    policy = tiny_policy(name, augment_shift=True, augment_jitter=True, lowdim_noise=0.1, action_chunk=2).to("meta")
+    policy.train()
+    batch = make_batch()
+    batch = {k: ({kk: vv.to("meta") for kk, vv in v.items()} if isinstance(v, dict) else v.to("meta"))
+             for k, v in batch.items()}
+    on_cpu, graphs = [], []
+
+    def inspect(gm, example_inputs):
+        graphs.append(gm)
+        for node in gm.graph.nodes:
+            value = node.meta.get("example_value")
+            for v in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(v, torch.Tensor) and v.device.type == "cpu":
+                    on_cpu.append(f"{node.target} ({(node.meta.get('stack_trace') or '').strip().splitlines()[-2:]})")
+        return gm.forward
+
+    torch._dynamo.reset()
+    try:
+        # Dynamo leaves the LSTM out of its graphs (the graphs around it are compiled).
+        torch.compile(policy.compute_loss, backend=inspect, fullgraph=name != "resnet_rnn")(batch)
+    finally:
+        torch._dynamo.reset()
+    assert graphs and on_cpu == []
