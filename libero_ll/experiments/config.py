@@ -85,7 +85,8 @@ class EvalConfig:
             the training process (the same run on a CPU, tested). A stage's evaluations during training go
             on beside it and the stage waits for them at its end; the earlier tasks' evaluation after a stage
             is waited for. A run's state is saved at the epochs whose evaluations are in, so a resume may go
-            back a few epochs further. Not yet timed on a GPU.
+            back a few epochs further. On one H200 a paper-protocol task's 11 evaluations (200 s of the
+            evaluation process's work) went on beside its training, which waited 11.5 s for them (docs/speed.md).
     """
 
     every: int = 5
