@@ -50,13 +50,14 @@ def sigterm_as_interrupt():
 
 
 def cmd_train(args) -> int:
-    from libero_ll.cli.metrics import print_metrics
-    from libero_ll.experiments.config import load_config
-    from libero_ll.experiments.lifelong import run_lifelong
-
     run_dir = None
     try:
         with sigterm_as_interrupt():
+            # Imported here, inside the try: a Ctrl-C while torch loads is told as one before the run began.
+            from libero_ll.cli.metrics import print_metrics
+            from libero_ll.experiments.config import load_config
+            from libero_ll.experiments.lifelong import run_lifelong
+
             if args.resume:
                 if args.config or args.overrides:
                     raise LiberoError("--resume continues a run with its own config.yaml; give no config or overrides")
@@ -88,12 +89,12 @@ def cmd_train(args) -> int:
 def stopped_line(word: str, run_dir: Path | None) -> str:
     """What a run stopped by Ctrl-C or SIGTERM (`word`: "interrupted" or "terminated") has kept, read from its
     folder as the stop left it, and the command that goes on from there."""
+    if run_dir is None:  # before anything else: the library may not have loaded yet
+        return f"{word} before the run began; run the same command again to start it"
     from libero_ll.evaluation.runs import PROGRESS_FILE
     from libero_ll.experiments.checkpoint import FINAL_POLICY
     from libero_ll.experiments.lifelong import STATE_FILE
 
-    if run_dir is None:
-        return f"{word} before the run began; run the same command again to start it"
     resume = shlex.join(["libero-ll", "train", "--resume", str(run_dir)])
     if (run_dir / FINAL_POLICY).exists():
         return (f"{word} after the run had ended: its results are in {run_dir} (libero-ll metrics {run_dir}); "

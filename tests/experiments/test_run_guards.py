@@ -495,3 +495,17 @@ class _Stop(Exception):
 def _stop_at(line: str, start: str) -> None:
     if line.startswith(start):
         raise _Stop(line)
+
+
+def test_ctrl_c_while_the_libraries_load_says_the_run_had_not_begun(monkeypatch, capsys):
+    # The first second of `libero-ll train` loads torch and the library; a Ctrl-C there printed a bare
+    # "interrupted".
+    import types
+
+    class Loading(types.ModuleType):
+        def __getattr__(self, name):
+            raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "libero_ll.experiments.lifelong", Loading("libero_ll.experiments.lifelong"))
+    assert main(["train", SMOKE]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted before the run began; run the same command again to start it"
