@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from libero_ll.data.dataset import SequenceDataset, TaskData
+from libero_ll.data.dataset import SequenceDataset, TaskData, host_to_device
 from libero_ll.errors import LiberoError
 
 
@@ -470,13 +470,16 @@ def pad_batch(batch: dict, size: int) -> dict:
     if size <= n:
         return batch
     index = np.arange(size - n) % n
+    on = {}  # the index on each device the batch's tensors are on (copied without making the host wait)
 
     def extend(key, value):
         if isinstance(value, dict):
             return {k: extend(k, v) for k, v in value.items()}
         if value is None:
             return None
-        extra = value[torch.as_tensor(index, device=value.device) if torch.is_tensor(value) else index]
+        if torch.is_tensor(value) and value.device not in on:
+            on[value.device] = host_to_device(torch.from_numpy(index), value.device)
+        extra = value[on[value.device]] if torch.is_tensor(value) else value[index]
         if key in ("mask", "next_mask"):
             extra = torch.zeros_like(extra) if torch.is_tensor(extra) else np.zeros_like(extra)
         return torch.cat([value, extra]) if torch.is_tensor(value) else np.concatenate([value, extra])
