@@ -20,6 +20,7 @@ Usage: python scripts/bench/task_time.py [CONFIG] [--task NAME] [key=value ...]
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -69,8 +70,15 @@ def run(config: Path, task: str | None, overrides: list[str]) -> None:
              f"{int(cfg.env.image_size)} px, device {device_name(cfg)}")
     settings = [what, scale]
     timings: dict = {}
+    epoch_lines: list[tuple[float, str]] = []
+
+    def log(line: str) -> None:
+        print(f"  {line}", flush=True)
+        if EPOCH_LINE.match(line):
+            epoch_lines.append((time.time(), line))
+
     t0 = time.time()
-    run_dir = run_lifelong(cfg, log=lambda line: print(f"  {line}", flush=True), timings=timings)
+    run_dir = run_lifelong(cfg, log=log, timings=timings)
     wall = time.time() - t0
     other = timings["total"] - timings["demos"] - timings["train"] - timings["eval"]
     rows = [
@@ -87,7 +95,34 @@ def run(config: Path, task: str | None, overrides: list[str]) -> None:
     if "eval_alongside" in timings:
         print(f"  (evaluation alongside training, eval.overlap: {timings['eval_alongside']:.1f} s of the "
               "evaluation process's work)")
+    pace = epoch_pace(epoch_lines, run_dir / "resources.json", epochs)
+    if pace:
+        print(f"  {pace}")
     print(f"  (wall time of the call {wall:.1f} s; run directory {run_dir})")
+
+
+# A training epoch's log line: "stage S epoch E: loss L ... (Ts)", T the seconds since the stage began.
+EPOCH_LINE = re.compile(r"^stage \d+ epoch (\d+): loss .*\((\d+)s\)$")
+
+
+def epoch_pace(lines: list[tuple[float, str]], resources: Path, epochs: int) -> str | None:
+    """When the first epoch ended (compiling, with train.compile, happens in it) and the median time of the later
+    ones, with the training windows per second that makes, from the epoch lines of the log (time seen, line) and
+    the run's resources.json (the windows trained). None with fewer than three epochs."""
+    import json
+    import statistics
+
+    if len(lines) < 3:
+        return None
+    first = float(EPOCH_LINE.match(lines[0][1]).group(2))
+    later = statistics.median(b - a for (a, _), (b, _) in zip(lines, lines[1:]))
+    text = (f"epochs: the first ended {first:.0f} s into the stage (after the epoch-0 evaluation unless "
+            f"eval.overlap), the later ones took {later:.2f} s each (median)")
+    try:
+        seen = sum(t["samples_seen"] for t in json.loads(resources.read_text(encoding="utf-8"))["tasks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return text
+    return text + f", {seen / epochs / later:,.0f} training windows/s"
 
 
 def main(argv: list[str] | None = None) -> int:
