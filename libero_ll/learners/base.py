@@ -71,8 +71,10 @@ class TrainConfig:
             slowed a cpu-size step (docs/policies.md).
         compile: false (the default), true (torch.compile's default mode), a torch.compile mode
             ("reduce-overhead" uses CUDA graphs on a GPU; "max-autotune", "max-autotune-no-cudagraphs"),
-            or null (auto: "reduce-overhead" on a CUDA GPU, off elsewhere; should compiling fail there,
-            training goes on uncompiled with a warning): the training loss is computed by a compiled copy
+            or null (auto: "reduce-overhead" on a CUDA GPU, off elsewhere; should compiling the loss's
+            forward pass fail there, training goes on uncompiled with a warning, while a failure first met
+            in the backward pass, which compiles at the first backward, stops the run as with a mode named):
+            the training loss is computed by a compiled copy
             of ``policy.compute_loss``. Compiling takes seconds to minutes at the first step and again for
             each new batch shape. An epoch's last, smaller batch is padded to the full batch's size with
             windows whose steps are all masked out (the same loss and gradients; not for a policy with
