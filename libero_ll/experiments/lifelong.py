@@ -267,6 +267,13 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         task_data = _load_demos(cfg, tasks, embs, policy, env_cfg, log, resumed=resume is not None,
                                 few_demos_note=saved is not None and "config" not in saved)
         demo_seconds = time.time() - t_demos
+        # What each task's demos are, for a resume to see whether it trains on the same ones (another
+        # collection of them, on another machine or by another expert, is used with a warning).
+        demo_digests = demo_digests_of(task_data, names)
+        if saved is not None and saved.get("demos"):
+            for line in changed_demo_warnings(saved["demos"], demo_digests, cfg.data.dir, tasks):
+                log(line)
+            demo_digests = dict(saved["demos"])  # those the run began with, for every later resume to compare
         init_states = _init_states(cfg, tasks, envs, names, run_dir, log)
 
         train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
@@ -389,6 +396,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                 "best_state": None if phase == "start" else best_state,
                 "resources": resources,
                 "rng": rng_states(),
+                "demos": demo_digests,
                 # What the run is doing, for a resume to check its config.yaml against (_check_config_as_started).
                 "config": OmegaConf.to_container(cfg, resolve=True),
             }
@@ -493,6 +501,8 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                     tensor.kept_epochs[j] = int(kept_epoch)
                 log(_kept_line(s, kept_epoch, best))
                 ckpt = f"task{stage[0]:02d}_best.pt" if len(stage) == 1 else "all_tasks_best.pt"
+                # A run continued from a copy without its checkpoints/ (they are not needed to go on) makes it again.
+                (run_dir / "checkpoints").mkdir(exist_ok=True)
                 atomic_torch_save(
                     {
                         "policy": best_state, "tasks": list(stage), "task_names": [names[j] for j in stage],
@@ -944,6 +954,33 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: boo
     if int(cfg.data.corrections_per_demo) > 0:
         _add_corrections(cfg, tasks, data, embs, obs_keys, log)
     return data
+
+
+def demo_digests_of(task_data: list, names: list[str]) -> dict[str, str]:
+    """A short hash of each task's demos as trained on (their count, and each one's actions in order): two
+    collections of a task give the same one when, and only when, their demos act alike step for step."""
+    import hashlib
+
+    digests = {}
+    for name, data in zip(names, task_data):
+        h = hashlib.sha256(str(len(data.demos)).encode())
+        for demo in data.demos:
+            actions = np.ascontiguousarray(demo["actions"], dtype=np.float64)
+            h.update(str(actions.shape).encode())
+            h.update(actions.tobytes())
+        digests[name] = h.hexdigest()[:16]
+    return digests
+
+
+def changed_demo_warnings(began: dict, now: dict, data_dir, tasks: list[Path]) -> list[str]:
+    """Warnings for the tasks of a resumed run whose demos differ from those it began with (`began` and `now`
+    as `demo_digests_of` gives them)."""
+    return [
+        f"warning: the demos of {t.stem} ({task_demo_file(data_dir, t.stem)}) are not those the run began with "
+        "(another collection: their actions differ); the run goes on with them, so from here it trains on "
+        "other data than an uninterrupted run did"
+        for t in tasks if t.stem in began and began[t.stem] != now.get(t.stem)
+    ]
 
 
 def short_rollout_notes(cfg, tasks: list[Path], data: list) -> list[str]:

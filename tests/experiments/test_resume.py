@@ -106,6 +106,45 @@ def test_resume_uses_the_runs_own_task_files(tmp_path, smoke_data, smoke_envs, m
     assert sessions[0]["versions"]["torch"] == torch.__version__ and sessions[0]["device"].startswith("cpu")
 
 
+@pytest.mark.parametrize("demos", ["same", "changed"])
+def test_a_run_copied_without_its_checkpoints_goes_on_elsewhere(demos, tmp_path, smoke_data, smoke_envs,
+                                                                make_smoke_config, stop_run):
+    """What a run needs to go on is its state and small files: a copy without checkpoints/ and tensorboard/,
+    continued on demos collected anew (a copy here), ends as the uninterrupted run and writes the stage's
+    checkpoint again; demos that act otherwise than those the run began with are named in a warning."""
+    import shutil
+
+    import h5py
+
+    whole = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *FAST), log=lambda s: None, envs=smoke_envs)
+    first = tmp_path / "first"
+    shutil.copytree(smoke_data, first)
+    cfg = make_smoke_config(tmp_path / "b", first, *FAST)
+    run_dir = stop_run(cfg, "stage 2 epoch 1", smoke_envs)
+    moved = tmp_path / "elsewhere" / "run"
+    shutil.copytree(run_dir, moved, ignore=shutil.ignore_patterns("checkpoints", "tensorboard", ".run.lock"))
+    shutil.rmtree(first)
+    shutil.copytree(smoke_data, first)  # the same demos, collected again
+    if demos == "changed":
+        with h5py.File(first / f"{cfg.tasks[1]}.hdf5", "r+") as f:
+            f["data/demo_1/actions"][0, 0] += 0.01
+    began = torch.load(moved / "resume.pt", weights_only=True)["demos"]
+    assert sorted(began) == sorted(cfg.tasks)
+    resumed = []
+    run_lifelong(cfg, log=resumed.append, resume=moved, envs=smoke_envs)
+    warned = [line for line in resumed if line.startswith("warning: the demos of")]
+    assert (moved / "checkpoints" / "task01_best.pt").exists()
+    if demos == "same":
+        assert warned == []
+        assert _results(moved) == _results(whole)
+        assert _same_weights(moved / "final_policy.pt", whole / "final_policy.pt")
+    else:
+        assert len(warned) == 1 and warned[0].startswith(f"warning: the demos of {cfg.tasks[1]} (")
+        assert "are not those the run began with" in warned[0]
+        # The run keeps the demos it began with as its reference: a later resume warns again.
+        assert torch.load(moved / "resume.pt", weights_only=True)["demos"] == began
+
+
 def test_kill_9_and_resume_from_the_command_line(tmp_path, smoke_data, smoke_envs, make_smoke_config):
     overrides = ["train.epochs=4", "eval.max_steps=4", "eval.init_states=1", "language_encoder=task_id"]
     whole = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *overrides), log=lambda s: None, envs=smoke_envs)
