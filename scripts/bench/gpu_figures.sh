@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# A GPU's figures in one go, each part's output in a file of its own so that a part cut short still shows
+# what it printed:
+#   machine.log       the GPU, torch and MuJoCo versions, the CPU count
+#   train_speed.log   ResNet-T training windows/s at batch 32, compiled with CUDA graphs and bf16, in
+#                     PyTorch's default layout and channels-last, with the compiler's counters (graphs,
+#                     recompilations, steps CUDA graphs skipped)
+#   task_time.log     one paper-protocol libero_object task end to end (scripts/bench/task_time.py): demos,
+#                     training, evaluation, setup, the first epoch and the later epochs' pace
+#   gpu_use.csv       nvidia-smi's utilisation and memory every 10 s while the parts run
+#   run/              the task's run files (success.json, resources.json, log.txt)
+#   done              written last: each part's exit status
+#
+# Usage: bash scripts/bench/gpu_figures.sh OUT_DIR [WORK_DIR]
+#   WORK_DIR holds the demos and the run (default /tmp/gpu_figures); demos already there are reused.
+#   CONFIG (default configs/paper.yaml) and SPEED_STEPS (default 30) may be set in the environment, and
+#   TASK_OVERRIDES adds key=value overrides to the task's run (e.g. to try the script small on a CPU).
+set -u
+out=${1:?usage: gpu_figures.sh OUT_DIR [WORK_DIR]}
+work=${2:-/tmp/gpu_figures}
+config=${CONFIG:-configs/paper.yaml}
+steps=${SPEED_STEPS:-30}
+mkdir -p "$out/run" "$work"
+cd "$(dirname "$0")/../.." || exit 1
+python=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+
+{
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
+  "$python" -c "import torch, mujoco; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'mujoco', mujoco.__version__)"
+  echo "cpus $(nproc)"
+} > "$out/machine.log" 2>&1
+
+smi=""
+if command -v nvidia-smi > /dev/null; then
+  nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -l 10 > "$out/gpu_use.csv" 2>&1 &
+  smi=$!
+fi
+
+speed_rc=0
+for layout in false true; do
+  echo "== encoder_channels_last=$layout" >> "$out/train_speed.log"
+  "$python" scripts/bench/train_speed.py --config "$config" --policies resnet_t --steps "$steps" --batch 32 \
+    --compile reduce-overhead --precision bf16 --cudnn-benchmark \
+    "policy.cfg.encoder_channels_last=$layout" >> "$out/train_speed.log" 2>&1 || speed_rc=$?
+done
+
+# shellcheck disable=SC2086  # TASK_OVERRIDES is a list of words
+"$python" scripts/bench/task_time.py "$config" suite=libero_object language_encoder=task_id \
+  "output_dir=$work/runs" "data.dir=$work/demos" ${TASK_OVERRIDES:-} > "$out/task_time.log" 2>&1
+task_rc=$?
+run=$(ls -dt "$work"/runs/*/ 2>/dev/null | head -1)
+if [ -n "$run" ]; then
+  for f in success.json resources.json log.txt; do
+    [ -f "$run$f" ] && cp "$run$f" "$out/run/"
+  done
+fi
+
+[ -n "$smi" ] && kill "$smi" 2> /dev/null
+echo "train_speed rc=$speed_rc task_time rc=$task_rc" > "$out/done"
