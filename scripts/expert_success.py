@@ -9,6 +9,10 @@ stopped and a changed expert, model or task is measured afresh.
     .venv/bin/python scripts/expert_success.py                       # all five suites, 20 seeds
     .venv/bin/python scripts/expert_success.py --suite libero_goal --seeds 5 --workers 2
     .venv/bin/python scripts/expert_success.py --tasks KITCHEN_SCENE3_turn_on_the_stove --seeds 3
+
+`--folder DIR` (repeatable) measures the task files of a folder instead, e.g. random generated tasks
+(`libero-ll generate --random 30 --seed 1 --out DIR --no-init-states`); a task name found in several folders is
+measured once. Its table is printed, and written only to an `--out` given.
 """
 
 from __future__ import annotations
@@ -191,12 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--suite", action="append", choices=SUITES, help="a suite to measure (repeatable; default all five)"
     )
-    ap.add_argument("--tasks", nargs="+", help="only these task names (within the chosen suites)")
+    ap.add_argument("--folder", action="append", type=Path, default=[],
+                    help="a folder of task files to measure instead of the suites (repeatable)")
+    ap.add_argument("--tasks", nargs="+", help="only these task names (within the chosen suites or folders)")
     ap.add_argument("--seeds", type=int, default=20, help="episodes per task (default 20)")
     ap.add_argument("--max-steps", type=int, default=600, help="episode cap, policy steps (default 600)")
     ap.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
     ap.add_argument(
-        "--out", type=Path, default=REPO / "docs" / "expert_success.md", help="the Markdown table to write"
+        "--out", type=Path, default=None,
+        help="the Markdown table to write (default docs/expert_success.md; none with --folder)",
     )
     ap.add_argument(
         "--cache", type=Path, default=DEFAULT_CACHE, help="JSON-lines file of results, for resuming"
@@ -208,16 +215,30 @@ def main(argv: list[str] | None = None) -> int:
 
     from libero_ll.tasks.registry import get_suite
 
-    suites = args.suite or SUITES
+    if args.folder and args.suite:
+        ap.error("give --suite or --folder, not both")
+    suites = args.suite or ([] if args.folder else SUITES)
     tasks = []
     for s in suites:
         for t in get_suite(s):
             if not args.tasks or t.name in args.tasks:
                 tasks.append((s, t.name, str(t.file)))
+    seen = set()
+    for folder in args.folder:
+        files = sorted(folder.glob("*.bddl")) if folder.is_dir() else []
+        if not files:
+            ap.error(f"--folder {folder}: {'no .bddl files in it' if folder.is_dir() else 'not a folder'}")
+        for f in files:
+            if f.stem not in seen and (not args.tasks or f.stem in args.tasks):
+                seen.add(f.stem)
+                tasks.append((folder.name, f.stem, str(f)))
+    if args.out is None and not args.folder:
+        args.out = REPO / "docs" / "expert_success.md"
     if args.tasks:
         missing = set(args.tasks) - {name for _, name, _ in tasks}
         if missing:
-            ap.error(f"unknown task(s) in {', '.join(suites)}: {', '.join(sorted(missing))}")
+            where = ", ".join([*suites, *(str(f) for f in args.folder)])
+            ap.error(f"unknown task(s) in {where}: {', '.join(sorted(missing))}")
 
     fingerprint = expert_fingerprint()
     task_files = {name: task_fingerprint(file) for _, name, file in tasks}
@@ -268,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     report = table([(s, n) for s, n, _ in tasks], results, args.seeds, command, fingerprint, args.max_steps)
     summary = report.split("## Summary", 1)[1]
     print(summary.strip())
-    if not args.no_write:
+    if not args.no_write and args.out is not None:
         write_atomic(args.out, report)
         print(f"wrote {args.out}")
     return 0

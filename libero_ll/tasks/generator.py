@@ -362,7 +362,10 @@ def _candidates(scene: SceneTemplate, behaviours, categories) -> list[list[tuple
                         out.append([("open", region), ("put_in", {"object": o, "target": region})])
             if fc == "microwave" and c in _MUGS + _BOWLS:
                 out.append([("put_in", {"object": o, "target": f})])
-            if fc == "wooden_two_layer_shelf" and c not in ("wine_bottle",):
+            # A bowl is held by its wall: the scripted expert cannot yet slide one into a shelf's layer
+            # (its hand's housing meets the board above; KITCHEN_SCENE9 white bowl: 0/5). Until it can,
+            # random tasks do not ask for it.
+            if fc == "wooden_two_layer_shelf" and c not in ("wine_bottle", *_BOWLS):
                 out.append([("put_on", {"object": o, "target": f"{f}_top_region"})])
             if fc == "wine_rack" and c == "wine_bottle":
                 out.append([("put_on", {"object": o, "target": f})])

@@ -70,3 +70,34 @@ def test_table_counts_successes_per_task_and_suite():
     assert "| **all** | 6 | 83.3% | 1/2 |" in text
     assert "python scripts/expert_success.py --seeds 3" in text
     assert "Tasks below 90%: a (67%)." in text
+
+
+def test_folders_of_task_files_are_measured_once_per_name_and_not_written_to_the_docs(tmp_path, capsys):
+    import shutil
+
+    import pytest
+
+    mod = _script()
+    quick = Path(__file__).resolve().parents[2] / "bddl_tasks" / "quickstart"
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    soup = "put_the_alphabet_soup_in_the_basket.bddl"
+    shutil.copy(quick / soup, a / soup)
+    shutil.copy(quick / soup, b / soup)  # drawn again with another seed: measured once
+    shutil.copy(quick / "put_the_black_bowl_on_the_plate.bddl", b)
+    docs = Path(mod.__file__).resolve().parents[1] / "docs" / "expert_success.md"
+    before = docs.read_bytes()
+    cache = tmp_path / "cache.jsonl"
+    assert mod.main(["--folder", str(a), "--folder", str(b), "--seeds", "1", "--cache", str(cache)]) == 0
+    out = capsys.readouterr().out
+    assert "2 tasks, 2 episodes to run" in out
+    assert "| a | 1 |" in out and "| b | 1 |" in out  # one row per folder in the summary
+    assert docs.read_bytes() == before
+    assert len(cache.read_text().splitlines()) == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SystemExit):
+        mod.main(["--folder", str(empty)])
+    err = capsys.readouterr().err
+    assert f"--folder {empty}: no .bddl files in it" in err
