@@ -50,8 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides or []) + extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    from libero_ll.cli.train import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
+
     try:
-        with warnings.catch_warnings():
+        # SIGTERM (kill, timeout, a batch scheduler) stops any command as Ctrl-C does, with a word.
+        with warnings.catch_warnings(), sigterm_as_interrupt():
             warnings.showwarning = _show_warning
             return int(args.func(args) or 0)
     except LiberoError as e:
@@ -73,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {_os_error(e)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        if isinstance(e, Terminated):
+            print("terminated", file=sys.stderr)
+            return EXIT_TERMINATED
         print("interrupted", file=sys.stderr)
         return 130
 

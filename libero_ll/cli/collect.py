@@ -48,23 +48,27 @@ def cmd_collect(args) -> int:
         bar.update(settled - done.get(name, 0))
         done[name] = settled
 
+    stopped = None
     try:
         stats = collect(
             pairs, args.demos, args.seed, env_cfg, max_steps, workers=args.workers,
             max_attempts=max_attempts, overwrite=args.overwrite, progress=progress,
         )
-    except KeyboardInterrupt:
-        stats = None
+    except KeyboardInterrupt as e:
+        stats, stopped = None, e
     finally:
         if bar is not None:
             bar.close()
-    if stats is None:  # Ctrl-C: said here once, with what is kept (not again by the command line's handler)
+    if stats is None:  # Ctrl-C or SIGTERM: said here once, with what is kept (not again by the command line's handler)
+        from libero_ll.cli.train import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated
+
+        word = "terminated" if isinstance(stopped, Terminated) else "interrupted"
         if args.dry_run:
-            print("interrupted", file=sys.stderr)
+            print(word, file=sys.stderr)
         else:
-            print("interrupted: the demos settled so far are kept; run the same command again to continue",
+            print(f"{word}: the demos settled so far are kept; run the same command again to continue",
                   file=sys.stderr)
-        return 130
+        return EXIT_TERMINATED if isinstance(stopped, Terminated) else EXIT_INTERRUPTED
 
     empty = []
     for s in stats:

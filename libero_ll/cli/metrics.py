@@ -42,8 +42,13 @@ def print_metrics(run_dir: Path, as_json: bool) -> None:
     names = tensor.task_names
     print(f"run: {run_dir}")
     if (left := _unfinished(run_dir)) is not None:
+        from libero_ll.experiments.run_files import training_now
+
+        pid = training_now(run_dir)
+        going = (f"training now{f' (pid {pid})' if pid else ''}" if pid is not None
+                 else f"libero-ll train --resume {run_dir} goes on")
         print(f"unfinished: {left['stages_ended']} of {left['stages']} stages ended; the metrics cover the tasks "
-              f"learnt so far (libero-ll train --resume {run_dir} goes on)")
+              f"learnt so far ({going})")
     print("success matrix (row: after learning task i; column: tested on task j; - not evaluated)")
     print("        " + " ".join(f"  T{j + 1:<3}" for j in range(len(names))))
     for i, row in enumerate(tensor.matrix):

@@ -135,11 +135,14 @@ def _make_renderer(context, size: int):
     renderer = mujoco.Renderer.__new__(mujoco.Renderer)
     try:
         renderer.__init__(context, size, size)
-    except mujoco.FatalError as e:
-        # Its __init__ stopped before it set what close() reads; free the GL context it did make.
+    except BaseException as e:
+        # Its __init__ stopped (refused, or cut by Ctrl-C or SIGTERM) before it set what close() reads; free the
+        # GL context it did make, so that the half-made renderer does not fail again when collected.
         renderer.__dict__.setdefault("_gl_context", None)
         renderer.__dict__.setdefault("_mjr_context", None)
         renderer.close()
+        if not isinstance(e, mujoco.FatalError):
+            raise
         width, height = context.vis.global_.offwidth, context.vis.global_.offheight
         raise RenderError(
             f"cannot draw {size}x{size} pixel pictures: the GL library refused the {width}x{height} "

@@ -114,10 +114,12 @@ def auc_per_task(fwt: Sequence[float], matrix: np.ndarray) -> np.ndarray:
 def libero_metrics(tensor: SuccessTensor) -> dict:
     """FWT, NBT and AUC of a run (LIBERO paper, eq. 3), from its success tensor.
 
-    A partial run is measured on the tasks learned so far: K is one past the last task whose curve
-    has an evaluated point, and the matrix is cut to its first K rows and columns. A task inside that
-    range that was never learned (no evaluated curve point) gets NaN for all three metrics and is left
-    out of the means; so do NaN (not evaluated) entries, as described in the per-task functions.
+    A partial run is measured on the tasks learned so far: K is one past the last task whose stage has
+    ended (its own success after learning it, c[k, k], is recorded), and the matrix is cut to its first K
+    rows and columns; the task being learned when the run stopped is left out, its curve so far (its epoch-0
+    point at least) being no measure of it. A task inside that range that was never learned (no evaluated
+    curve point) gets NaN for all three metrics and is left out of the means; so do NaN (not evaluated)
+    entries, as described in the per-task functions.
 
     Args:
         tensor: the run's success tensor.
@@ -127,8 +129,10 @@ def libero_metrics(tensor: SuccessTensor) -> dict:
         lists of K floats; ``"K"``: the number of tasks measured.
     """
     learned = [k for k, c in enumerate(tensor.curves) if np.any(~np.isnan(np.asarray(c, dtype=np.float64)))]
-    K = learned[-1] + 1 if learned else 0
-    matrix = np.asarray(tensor.matrix, dtype=np.float64)[:K, :K]
+    full = np.asarray(tensor.matrix, dtype=np.float64)
+    ended = [k for k in learned if not np.isnan(full[k, k])]
+    K = ended[-1] + 1 if ended else 0
+    matrix = full[:K, :K]
     fwt = fwt_per_task(tensor.curves[:K], [tensor.kept_index(k) for k in range(K)])
     best = np.array([tensor.best(k)[0] if k in learned else np.nan for k in range(K)])
     nbt = nbt_per_task(matrix, best)

@@ -34,6 +34,14 @@ ENVIRONMENT_FILE = "environment.json"
 # Where a run stands, written by the lifelong loop after every save: the stage (stages ended so far), phase and
 # epoch, and how many stages the run has.
 PROGRESS_FILE = "progress.json"
+# The weights a finished run ends with (libero_ll.experiments.checkpoint writes it, last of all).
+FINAL_POLICY = "final_policy.pt"
+# The whole training state after the last save (libero_ll.experiments.lifelong writes it).
+STATE_FILE = "resume.pt"
+# The run's own copies of its task files (and their stored initial states), with their learning order, written as
+# the run starts (libero_ll.experiments.run_files).
+RUN_TASKS_DIR = "tasks"
+RUN_TASKS_ORDER = "order.txt"
 # The run's log: every line the lifelong loop logs, after the time it was written (a sweep's run also gets
 # what it prints besides, its warnings and errors).
 LOG_FILE = "log.txt"
@@ -129,13 +137,43 @@ class NotEvaluatedYet(LiberoError):
 
 def unfinished_stages(run_dir: str | os.PathLike) -> tuple[int, int] | None:
     """(stages ended, stages in all) of a run that has not ended yet, from its progress.json; None for a run
-    that has ended, or that recorded no progress (made by hand, or before the file existed)."""
+    that has ended, or that recorded no progress (made by hand, or before the file existed).
+
+    A run stopped before its first save (or, before saves and progress were written together, during one) has
+    no progress.json: without its final policy, one that holds a saved state or its copies of the task files
+    (what `libero-ll train` writes as a run starts) has ended no stage yet, of as many as it has tasks (one for
+    MTL, which learns them all in one stage)."""
+    run_dir = Path(run_dir)
     try:
-        progress = json.loads((Path(run_dir) / PROGRESS_FILE).read_text(encoding="utf-8"))
+        progress = json.loads((run_dir / PROGRESS_FILE).read_text(encoding="utf-8"))
         ended, total = int(progress["stage"]), int(progress["stages"])
     except (OSError, ValueError, KeyError, TypeError):
-        return None
+        if (run_dir / FINAL_POLICY).exists() or not (
+                (run_dir / STATE_FILE).exists() or (run_dir / RUN_TASKS_DIR / RUN_TASKS_ORDER).exists()):
+            return None
+        return 0, _stages_of(run_dir)
     return (ended, total) if ended < total else None
+
+
+def _stages_of(run_dir: Path) -> int:
+    """How many stages a run has, from its task files' order and its learner (one stage for MTL); at least 1."""
+    try:
+        order = (run_dir / RUN_TASKS_DIR / RUN_TASKS_ORDER).read_text(encoding="utf-8")
+        tasks = [line for line in order.splitlines() if line.strip()]
+    except OSError:
+        tasks = []
+    if not tasks:
+        try:
+            tasks = json.loads((run_dir / "success.json").read_text(encoding="utf-8"))["task_names"]
+        except (OSError, ValueError, KeyError, TypeError):
+            tasks = []
+    try:
+        from omegaconf import OmegaConf
+
+        learner = str(OmegaConf.load(run_dir / "config.yaml").learner.name)
+    except Exception:  # noqa: BLE001 - an unreadable config is reported where it is read; here it counts tasks
+        learner = ""
+    return 1 if learner == "mtl" else max(1, len(tasks))
 
 
 def unfinished_note(run: Run) -> str:

@@ -12,9 +12,9 @@ import numpy as np
 import torch
 
 from libero_ll.errors import LiberoError
+from libero_ll.evaluation.runs import FINAL_POLICY
 from libero_ll.signals import interrupts_held
 
-FINAL_POLICY = "final_policy.pt"
 
 
 def atomic_torch_save(obj, path: Path) -> None:

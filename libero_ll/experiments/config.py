@@ -84,8 +84,8 @@ class EvalConfig:
             through training while the GPU idles through rollouts). The scores are those of an evaluation in
             the training process (the same run on a CPU, tested). A stage's evaluations during training go
             on beside it and the stage waits for them at its end; the earlier tasks' evaluation after a stage
-            is waited for. A run's state is saved at the epochs whose evaluations are in, so a resume may go
-            back a few epochs further. On one H200 a paper-protocol task's 11 evaluations (200 s of the
+            is waited for. A run's state is saved after every epoch as without it, with the evaluations still
+            out (the weights each evaluates), which a resume sends again. On one H200 a paper-protocol task's 11 evaluations (200 s of the
             evaluation process's work) went on beside its training, which waited 11.5 s for them (docs/speed.md).
     """
 

@@ -277,7 +277,7 @@ def _recorded_config(ckpt) -> dict:
     config = ckpt.get("config") if isinstance(ckpt, dict) else None
     if not isinstance(config, dict):
         return {}
-    return {k: v for k, v in config.items() if k in ("learner", "policy") and isinstance(v, dict)}
+    return {k: v for k, v in config.items() if k in ("learner", "policy", "env") and isinstance(v, dict)}
 
 
 def _policy_changes(trained: dict, cfg) -> str:
@@ -554,6 +554,18 @@ def _load(plan: _Plan, run_dir: Path, actions: str | None) -> RunPolicy:
             f"trained by learner {trained['learner']['name']}: the saved policy does not match its config's learner "
             f"(was config.yaml edited after the run?); set learner.name back to {trained['learner']['name']}"
         )
+    if "env" in trained:
+        # The scenes the policy saw (image size, robot meshes, ...): rolled out in others, it would be measured on
+        # inputs it was not trained on, and say nothing of it.
+        from libero_ll.experiments.config import first_difference
+
+        change = first_difference(trained["env"], OmegaConf.to_container(cfg.env, resolve=True), prefix="env.")
+        if change is not None:
+            key, was, now = change
+            raise LiberoError(
+                f"{run_dir / 'config.yaml'} sets {key} to {now!r}, but the run's saved policy {weights} was trained "
+                f"with {key} {was!r} (was config.yaml edited after the run?); set it back to {was!r}"
+            )
     try:
         load_policy_weights(policy, weights, ckpt, loading="checkpoint to evaluate")
     except LiberoError as e:

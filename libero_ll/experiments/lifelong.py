@@ -33,17 +33,17 @@ from libero_ll.experiments.checkpoint import (
     rng_states,
     set_rng_states,
 )
-from libero_ll.evaluation.runs import PROGRESS_FILE, load_sessions
+from libero_ll.evaluation.runs import PROGRESS_FILE, STATE_FILE, load_sessions
 from libero_ll.experiments.config import ABSENT, first_difference, first_line
 from libero_ll.experiments.environment import record_session
 from libero_ll.experiments.plugins import changed_plugins, import_plugins, plugin_files, resolved
+from libero_ll.signals import interrupts_held
 from libero_ll.experiments.run_files import RunLog, hold_run_dir, keep_task_files, run_task_files
 from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-STATE_FILE = "resume.pt"
 STATE_VERSION = 1
 # The "epoch" under which evaluations of earlier tasks after a stage draw their random numbers.
 PAST_TASKS_EPOCH = 1_000_000
@@ -375,8 +375,6 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=global_epoch + 1 if saved else None)
 
         def save_state(stage: int, phase: str, epoch: int) -> None:
-            if pending:
-                return  # an evaluation alongside training is out: the last state saved stays the one to resume
             writer.flush()
             learner_state = learner.state_dict()
             if phase == "start":
@@ -397,12 +395,18 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                 "resources": resources,
                 "rng": rng_states(),
                 "demos": demo_digests,
+                # Evaluations alongside training still out, oldest first, with the weights each evaluates: a
+                # resume sends them again before it trains on.
+                "pending": [{"epoch": e, "at": at, "weights": w} for e, at, _, w in pending],
                 # What the run is doing, for a resume to check its config.yaml against (_check_config_as_started).
                 "config": OmegaConf.to_container(cfg, resolve=True),
             }
-            atomic_torch_save(state, run_dir / STATE_FILE)
-            write_json(run_dir / PROGRESS_FILE, {"stage": stage, "phase": phase, "epoch": epoch,
-                                                   "stages": len(stages), "global_epoch": global_epoch})
+            # Both files or neither: a Ctrl-C or SIGTERM between them left progress.json behind the state (or
+            # missing), so that `metrics` and `report` took a stopped run for a finished one.
+            with interrupts_held():
+                atomic_torch_save(state, run_dir / STATE_FILE)
+                write_json(run_dir / PROGRESS_FILE, {"stage": stage, "phase": phase, "epoch": epoch,
+                                                       "stages": len(stages), "global_epoch": global_epoch})
 
         if saved is not None:
             set_rng_states(saved["rng"])
@@ -452,6 +456,21 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                         log(f"stage {s + 1} epoch {epoch}: success {_fmt(scores)}, curve {_curve(tensor, stage)}")
                 if wait:
                     eval_seconds += time.time() - t
+
+            if s == pos.stage and saved is not None and saved.get("pending"):
+                # Evaluations that were out when the run was saved: sent again (or run here) in their order, each
+                # of the weights it evaluates, and entered before the epochs that follow theirs.
+                trained = copy.deepcopy(policy.state_dict())
+                for entry in saved["pending"]:
+                    policy.load_state_dict(entry["weights"])
+                    when = (int(entry["epoch"]), int(entry["at"]))
+                    if background is not None:
+                        pending.append((*when, submit(stage, (s, when[0])), entry["weights"]))
+                    else:
+                        record(*when, evaluate(stage, s, when[0]), entry["weights"])
+                        tensor.save(run_dir / "success.json")
+                policy.load_state_dict(trained)
+                saved["pending"] = []
 
             if phase == "start":
                 learner.start_task(s, data_s)
@@ -793,7 +812,16 @@ def _load_state(run_dir: Path) -> dict | None:
             f"back if there is a copy (where the run was moved from, say), or start a new run with libero-ll "
             f"train {run_dir / 'config.yaml'}"
         )
-    state = load_checkpoint(path)
+    try:
+        state = load_checkpoint(path)
+    except LiberoError as e:
+        shown = [s for s in _progress_shown(run_dir) if s.startswith("checkpoints/")]
+        kept = f"; its stages' kept weights are in {shown[0]}" if shown else ""
+        raise LiberoError(
+            f"{e}: the run cannot be continued without a whole {STATE_FILE}; put it back if there is a copy "
+            f"(where the run was moved from, say), or start a new run with libero-ll train "
+            f"{run_dir / 'config.yaml'} (its results so far stay readable: libero-ll metrics {run_dir}{kept})"
+        ) from None
     if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
         raise LiberoError(f"{path}: not a resume state of this version of libero_ll")
     return state

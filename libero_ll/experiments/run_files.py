@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from libero_ll.errors import LiberoError
-from libero_ll.evaluation.runs import LOG_FILE
+from libero_ll.evaluation.runs import LOG_FILE, RUN_TASKS_DIR, RUN_TASKS_ORDER
 
 # The lock a run directory's training holds (`libero-ll train`, and each run of a sweep).
 RUN_LOCK_FILE = ".run.lock"
@@ -56,9 +56,6 @@ class RunLog:
             self.file.close()
 
 
-# A run's own copies of its task files (and their stored initial states), with their learning order.
-RUN_TASKS_DIR = "tasks"
-RUN_TASKS_ORDER = "order.txt"
 
 
 def keep_task_files(run_dir: Path, tasks: list[Path]) -> None:
@@ -144,6 +141,25 @@ def hold_run_dir(run_dir: str | Path):
                     f.truncate(0)
             except OSError:
                 pass
+
+
+def training_now(run_dir: str | Path) -> int | None:
+    """Whether a process trains in the run directory now (holds its lock): its id, 0 when unknown; None when
+    none does (the lock is tried, and let go at once)."""
+    path = Path(run_dir) / RUN_LOCK_FILE
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return None  # never locked (or not readable): nothing says a run trains there
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _lock_holder(path) or 0
+        except OSError:
+            return None
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return None
 
 
 def _lock_holder(path: Path) -> int | None:

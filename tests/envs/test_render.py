@@ -372,3 +372,25 @@ def test_a_buffer_the_gl_library_refuses_is_a_clear_error_and_leaves_nothing_beh
     assert str(e.value).startswith("cannot draw 8x8 pixel pictures: the GL library refused the 100000x")
     assert "use a smaller image size" in str(e.value)
     assert unraisable == []
+
+
+def test_a_renderer_cut_by_ctrl_c_while_made_is_freed_and_the_interrupt_goes_on(monkeypatch):
+    # A Ctrl-C or SIGTERM that came while mujoco.Renderer's __init__ ran (a run stopped as a stage began) left a
+    # half-made renderer whose __del__ failed with "'Renderer' object has no attribute '_mjr_context'".
+    import mujoco
+
+    model = mujoco.MjModel.from_xml_string('<mujoco><worldbody><geom type="plane" size="1 1 0.1"/></worldbody></mujoco>')
+    real_init = mujoco.Renderer.__init__
+
+    def init_then_ctrl_c(self, *args, **kwargs):
+        self._gl_context = None  # as far as __init__ got: nothing else set
+        raise KeyboardInterrupt
+
+    unraisable = []
+    monkeypatch.setattr("sys.unraisablehook", unraisable.append)
+    monkeypatch.setattr(mujoco.Renderer, "__init__", init_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        CameraRenderer(model, 8)
+    gc.collect()
+    assert unraisable == []
+    monkeypatch.setattr(mujoco.Renderer, "__init__", real_init)

@@ -97,17 +97,23 @@ def test_partial_run_uses_only_tasks_learned_so_far():
     assert m["auc"] == pytest.approx(0.4375)
 
 
-def test_row_not_yet_evaluated_is_left_out():
-    # Task 2's curve exists but the matrix row after it is not filled in yet.
+def test_the_task_being_learned_is_left_out():
+    # Task 2's curve exists (the run stopped during its stage) but its stage has not ended: its row, its own
+    # success after learning it included, is not filled in yet. Its curve so far measures nothing learnt.
     matrix = [row[:] for row in MATRIX]
     matrix[2] = [NAN, NAN, NAN]
     m = libero_metrics(tensor(CURVES, matrix))
-    assert m["K"] == 3
+    assert m["K"] == 2
+    np.testing.assert_allclose(m["fwt_per_task"], [0.5, 0.4])
     # NBT_0 = 0.8 - 0.5 (only row 1 counts); NBT_1 has no later row evaluated.
     assert m["nbt_per_task"][0] == pytest.approx(0.3) and math.isnan(m["nbt_per_task"][1])
     assert m["nbt"] == pytest.approx(0.3)
-    # AUC_0 = (0.5 + 0.5) / 2; AUC_1 = 0.4 / 1; AUC_2 = 0.75.
-    np.testing.assert_allclose(m["auc_per_task"], [0.5, 0.4, 0.75])
+    # AUC_0 = (0.5 + 0.5) / 2; AUC_1 = 0.4 / 1.
+    np.testing.assert_allclose(m["auc_per_task"], [0.5, 0.4])
+    assert m["auc"] == pytest.approx(0.45) and m["fwt"] == pytest.approx(0.45)
+    # Stopped during the first stage, nothing is measured yet.
+    m = libero_metrics(tensor([[0.0, 0.5], [], []], np.full((3, 3), NAN)))
+    assert m["K"] == 0 and math.isnan(m["fwt"]) and math.isnan(m["auc"])
 
 
 def test_unevaluated_curve_points_are_left_out():

@@ -408,6 +408,22 @@ def test_a_learner_edited_after_the_run_is_named(run_copy, capsys):
         assert "does not match its config's learner" in err and "packnet" in err, (checkpoint, err)
 
 
+def test_scenes_edited_after_the_run_are_named(run_copy, capsys):
+    # Rolled out at another image size (a policy of spatial features runs at any), it was measured on pictures it
+    # never saw, without a word.
+    from omegaconf import OmegaConf
+
+    config = run_copy / "config.yaml"
+    cfg = OmegaConf.load(config)
+    trained = int(cfg.env.image_size)
+    cfg.env.image_size = 2 * trained
+    OmegaConf.save(cfg, config)
+    for checkpoint in ("final", "1", "latest"):
+        err = _err_of(capsys, str(run_copy), "--checkpoint", checkpoint, "--workers", "1")
+        assert f"{config} sets env.image_size to {2 * trained}, but the run's saved policy " in err, (checkpoint, err)
+        assert f"was trained with env.image_size {trained} " in err and f"set it back to {trained}" in err
+
+
 def test_damaged_initial_states_are_named(run_copy, capsys):
     (run_copy / "init_states.npz").write_bytes(b"\x80\x04" + bytes(100))
     err = _err_of(capsys, str(run_copy), "--workers", "1")

@@ -239,3 +239,31 @@ def test_evaluating_alongside_training_gives_the_same_run(tmp_path, smoke_data, 
     run_lifelong(cfg, log=lambda s: None, resume=run_dir, envs=smoke_envs)
     assert _results(run_dir) == _results(plain)
     assert _same_weights(run_dir / "final_policy.pt", plain / "final_policy.pt")
+
+
+@pytest.mark.parametrize("resume_overlap", ["true", "false"])
+def test_a_run_evaluating_alongside_at_every_epoch_saves_every_epoch(resume_overlap, tmp_path, smoke_data,
+                                                                     smoke_envs, make_smoke_config, stop_run):
+    """With an evaluation alongside training at every epoch one was always out, and no state was saved within a
+    stage: a run killed late in a stage went back to its start. The state now holds the evaluations still out
+    (the weights each evaluates), and a resume sends them again, or runs them itself when it evaluates in the
+    training process: the same run as one never stopped."""
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.background_eval import BackgroundEvaluator
+
+    overrides = [*FAST, "train.epochs=3", "eval.every=1"]
+    plain = run_lifelong(make_smoke_config(tmp_path / "a", smoke_data, *overrides), log=lambda s: None, envs=smoke_envs)
+    cfg = make_smoke_config(tmp_path / "b", smoke_data, *overrides, "eval.overlap=true")
+    # Evaluations slower than epochs: none is in before the stage waits for them all at its end.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(BackgroundEvaluator, "done", lambda self, ticket: False)
+        run_dir = stop_run(cfg, "stage 2 epoch 3", smoke_envs)
+    saved = torch.load(run_dir / "resume.pt", weights_only=True)
+    assert saved["position"] == {"stage": 1, "phase": "train", "epoch": 2}
+    assert [p["epoch"] for p in saved["pending"]] == [0, 1, 2]
+    cfg.eval.overlap = OmegaConf.create({"v": resume_overlap == "true"}).v  # another machine may change it
+    OmegaConf.save(cfg, run_dir / "config.yaml")
+    run_lifelong(cfg, log=lambda s: None, resume=run_dir, envs=smoke_envs)
+    assert _results(run_dir) == _results(plain)
+    assert _same_weights(run_dir / "final_policy.pt", plain / "final_policy.pt")

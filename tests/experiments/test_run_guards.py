@@ -509,3 +509,70 @@ def test_ctrl_c_while_the_libraries_load_says_the_run_had_not_begun(monkeypatch,
     monkeypatch.setitem(sys.modules, "libero_ll.experiments.lifelong", Loading("libero_ll.experiments.lifelong"))
     assert main(["train", SMOKE]) == 130
     assert capsys.readouterr().err.strip() == "interrupted before the run began; run the same command again to start it"
+
+
+def test_a_stop_during_a_save_leaves_the_state_and_progress_together(tmp_path, smoke_data, smoke_envs,
+                                                                     make_smoke_config, monkeypatch):
+    """A Ctrl-C that came while resume.pt was written was delivered before progress.json was: the run's folder
+    then showed no progress (or an older one), and `metrics` and `report` took the stopped run for a finished
+    one. Now both are written before the interrupt is raised."""
+    real_save = lifelong.atomic_torch_save
+    calls = []
+
+    def save_then_ctrl_c(obj, path):
+        real_save(obj, path)
+        if Path(path).name == "resume.pt":
+            calls.append(obj["position"])
+            if len(calls) == 2:
+                signal.raise_signal(signal.SIGINT)  # as if Ctrl-C came during the save
+
+    monkeypatch.setattr(lifelong, "atomic_torch_save", save_then_ctrl_c)
+    cfg = make_smoke_config(tmp_path, smoke_data, *FAST)
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        lifelong.run_lifelong(cfg, log=lambda s: None, envs=smoke_envs)
+    run_dir = stopped.value.run_dir
+    progress = json.loads((run_dir / "progress.json").read_text())
+    assert {k: progress[k] for k in ("stage", "phase", "epoch")} == calls[-1]
+    assert torch.load(run_dir / "resume.pt", weights_only=True)["position"] == calls[-1]
+
+
+def test_a_run_without_progress_or_final_policy_is_unfinished(run_copy, capsys):
+    """A run stopped before its first save (with evaluations alongside training, after its epoch-0 evaluation)
+    has success.json but no progress.json: it is unfinished, not a run that has ended."""
+    from libero_ll.evaluation.runs import unfinished_stages
+
+    assert unfinished_stages(run_copy) == (1, 2)
+    (run_copy / "progress.json").unlink()
+    assert unfinished_stages(run_copy) == (0, 2)
+    assert main(["metrics", str(run_copy)]) == 0
+    assert "unfinished: 0 of 2 stages ended" in capsys.readouterr().out
+    _edit_config(run_copy, learner__name="mtl")
+    assert unfinished_stages(run_copy) == (0, 1)
+    (run_copy / "resume.pt").unlink()
+    assert unfinished_stages(run_copy) == (0, 1)  # its task files say that `libero-ll train` made it
+    shutil.rmtree(run_copy / "tasks")
+    assert unfinished_stages(run_copy) is None  # made by hand: nothing says it is a run that stopped
+    (run_copy / "final_policy.pt").write_bytes(b"")
+    (run_copy / "resume.pt").write_bytes(b"")
+    assert unfinished_stages(run_copy) is None
+
+
+def test_a_damaged_state_says_the_run_cannot_go_on_and_what_is_kept(run_copy, capsys):
+    state = run_copy / "resume.pt"
+    state.write_bytes(state.read_bytes()[:5000])  # cut short, as by a full disk
+    before = _files(run_copy)
+    assert main(["train", "--resume", str(run_copy)]) == 2
+    err = capsys.readouterr().err
+    assert f"{state}: not a readable checkpoint (damaged or not written by libero_ll; " in err
+    assert "the run cannot be continued without a whole resume.pt" in err
+    assert f"libero-ll train {run_copy / 'config.yaml'}" in err and "checkpoints/task00_best.pt" in err
+    assert "Traceback" not in err and _files(run_copy) == before
+
+
+def test_metrics_of_a_run_training_now_says_so(run_copy, capsys):
+    # It said "libero-ll train --resume RUN goes on", a command refused while the run trains.
+    with run_files.hold_run_dir(run_copy):
+        assert main(["metrics", str(run_copy)]) == 0
+        assert f"learnt so far (training now (pid {os.getpid()}))" in capsys.readouterr().out
+    assert main(["metrics", str(run_copy)]) == 0
+    assert f"learnt so far (libero-ll train --resume {run_copy} goes on)" in capsys.readouterr().out
