@@ -261,13 +261,15 @@ def run_started(run: Run) -> float:
 
 def same_seed_runs(runs: Sequence[Run]) -> list[list[Run]]:
     """Runs of one method (see `group_runs`) that share a seed and a task order: lists of two or more runs, the
-    latest started last. Such runs are not independent seeds (they repeat one another, or differ in settings
-    that do not make a method of their own). Runs without a seed are never paired."""
+    one to report last: the latest started of those that have ended, else the latest started (a run stopped
+    partway does not displace a whole one). Such runs are not independent seeds (they repeat one another, or
+    differ in settings that do not make a method of their own). Runs without a seed are never paired."""
     by_seed: dict[tuple, list[Run]] = {}
     for run in runs:
         if run.seed is not None:
             by_seed.setdefault((run.seed, run.task_order), []).append(run)
-    return [sorted(same, key=lambda r: (run_started(r), str(r.path))) for same in by_seed.values() if len(same) > 1]
+    return [sorted(same, key=lambda r: (r.unfinished is None, run_started(r), str(r.path)))
+            for same in by_seed.values() if len(same) > 1]
 
 
 def task_set(run: Run) -> tuple[str, ...]:

@@ -117,6 +117,19 @@ def test_runs_of_one_method_with_the_same_seed_are_not_two_seeds(tmp_path, capsy
     assert all(w.replace("warning:", "Warning:", 1) in md for w in warnings)
 
 
+def test_a_rerun_stopped_partway_does_not_displace_a_whole_run_of_the_same_seed(tmp_path, capsys):
+    names = ["a", "b"]
+    whole = hand_run(tmp_path / "er_seed1", 1, names, [0.9, 0.8], [0.7], started="2026-01-02T10:00:00+00:00")
+    rerun = hand_run(tmp_path / "er_seed1_again", 1, names, [0.5, 0.4], [0.3], started="2026-01-03T10:00:00+00:00")
+    (rerun / "progress.json").write_text(json.dumps({"stage": 1, "phase": "train", "epoch": 1, "stages": 2}))
+    out = tmp_path / "report"
+    assert main(["report", str(whole), str(rerun), "-o", str(out), "--unfinished"]) == 0
+    warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning:")]
+    assert any(f"only the latest started of those that have ended, {whole.resolve()}, is reported, "
+               f"{rerun.resolve()} left out" in w for w in warnings), warnings
+    assert run_dirs_of(out) == [str(whole.resolve())]
+
+
 def test_runs_on_other_tasks_than_their_method_are_named(tmp_path, capsys):
     """A run that learnt other tasks (here one task twice) is named in a warning and is no other task order."""
     ab1 = hand_run(tmp_path / "ab1", 1, ["a", "b"], [0.8, 0.6], [0.4])

@@ -179,9 +179,13 @@ def _check_groups(groups: dict) -> tuple[list, list[str]]:
             how = ("; their configs differ in " + "; ".join(
                 f"{k}: " + ", ".join(f"{v} ({r.path.name})" for v, r in zip(values, same))
                 for k, values in differ.items()) if differ else "")
+            # A run stopped partway gives way to a whole one (same_seed_runs puts the one to report last).
+            which = ("the latest started of those that have ended"
+                     if latest.unfinished is None and any(r.unfinished is not None for r in earlier)
+                     else "the latest started")
             warnings.append(
                 f"{name}: runs {', '.join(str(r.path) for r in same)} have the same seed {latest.seed} and task "
-                f"order, so they are not independent seeds; only the latest started, {latest.path}, is reported, "
+                f"order, so they are not independent seeds; only {which}, {latest.path}, is reported, "
                 f"{', '.join(str(r.path) for r in earlier)} left out (give the one you mean){how}"
             )
         group = [r for r in group if r.path not in dropped]
