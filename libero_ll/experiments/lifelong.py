@@ -22,6 +22,7 @@ from libero_ll import MAX_SEED
 from libero_ll.data.hdf5 import LOWDIM_SIZES, task_demo_file
 from libero_ll.errors import LiberoError
 from libero_ll.paths import file_in_the_way
+from libero_ll.signals import interrupts_held
 from libero_ll.experiments.checkpoint import (
     FINAL_POLICY,
     atomic_torch_save,
@@ -37,7 +38,6 @@ from libero_ll.evaluation.runs import PROGRESS_FILE, STATE_FILE, load_sessions
 from libero_ll.experiments.config import ABSENT, first_difference, first_line
 from libero_ll.experiments.environment import record_session
 from libero_ll.experiments.plugins import changed_plugins, import_plugins, plugin_files, resolved
-from libero_ll.signals import interrupts_held
 from libero_ll.experiments.run_files import RunLog, hold_run_dir, keep_task_files, run_task_files
 from libero_ll.experiments.resources import forward_macs_per_window, task_entry, write_resources
 

@@ -74,7 +74,8 @@ class _LateScores:
 def test_evaluations_alongside_training_keep_the_same_weights(tmp_path, monkeypatch, make_smoke_config, smoke_data,
                                                               smoke_envs):
     """With scores that arrive late, the stage keeps the weights the best evaluation was given (epoch 2 of 4
-    here), the same as evaluating in the training process, and saves no state while one is out."""
+    here), the same as evaluating in the training process, and saves its state after every epoch with the
+    evaluations still out."""
     import libero_ll.experiments.background_eval as background_eval
 
     table = {2: 0.5, 4: 0.25}
@@ -88,8 +89,9 @@ def test_evaluations_alongside_training_keep_the_same_weights(tmp_path, monkeypa
     monkeypatch.setattr(background_eval, "BackgroundEvaluator", lambda *a, **k: fakes.append(_LateScores()) or fakes[-1])
     saves = []
     real_save = lifelong.atomic_torch_save
-    monkeypatch.setattr(lifelong, "atomic_torch_save",
-                        lambda obj, path: (saves.append((path.name, obj.get("position"))), real_save(obj, path))[1])
+    monkeypatch.setattr(lifelong, "atomic_torch_save", lambda obj, path: (
+        saves.append((path.name, obj.get("position"), [p["epoch"] for p in obj.get("pending", [])])),
+        real_save(obj, path))[1])
     lines: list[str] = []
     along = lifelong.run_lifelong(make_smoke_config(tmp_path / "b", smoke_data, *overrides, "eval.overlap=true"),
                                   log=lines.append, envs=smoke_envs)
@@ -104,9 +106,10 @@ def test_evaluations_alongside_training_keep_the_same_weights(tmp_path, monkeypa
     kept = torch.load(along / "checkpoints" / "task00_best.pt", weights_only=True)["policy"]
     assert all(torch.equal(sent[k], v) for k, v in kept.items())
     # Each evaluation is in one epoch late: epoch 0's at epoch 2, epoch 2's at epoch 3, epoch 4's at the
-    # stage's end. So the only mid-stage state saved is epoch 3's, the one epoch with nothing out.
-    epochs = [p["epoch"] for name, p in saves if name == "resume.pt" and p["stage"] == 0 and p["phase"] == "train"]
-    assert epochs == [3]
+    # stage's end. Every epoch's state is saved, with the evaluations out then.
+    out = {p["epoch"]: pending for name, p, pending in saves
+           if name == "resume.pt" and p["stage"] == 0 and p["phase"] == "train"}
+    assert out == {0: [0], 1: [0], 2: [2], 3: [], 4: [4]}
 
 
 def test_a_multitask_stage_records_its_one_kept_epoch_and_measures_no_backward_transfer(
