@@ -37,6 +37,7 @@ from libero_ll.experts.skills import (
     hand_down_rotation,
     nearest_equivalent_yaw,
     servo,
+    settled_wrist_safe_yaw,
     wrap_angle,
     wrist_safe_turn,
     wrist_safe_yaw,
@@ -58,8 +59,11 @@ from libero_ll.experts.skills import (
 # FAR_REACH at any height, comes to it from nearer the base where it stands high (FAR_STAGE), and lifts it only
 # FAR_LIFT); 0.19 shuts an open drawer above one it is to pull open (`_with_drawers_above_shut`), ranks a pinch
 # lower where the hand's housing would come down on something tall beside the place it puts the object on, and
-# pitches the hand away from something tall beside a grasp (WRIST_PITCH).
-EXPERT_VERSION = "scripted-expert 0.19"
+# pitches the hand away from something tall beside a grasp (WRIST_PITCH); 0.20 turns an object put down on a region
+# drawn on a surface so that the hand's housing clears what stands tall beside the place (`_housed_turn`), grasps
+# the other way round where the arm, settling, would drive its last joint to its stop (`settled_wrist`), and carries
+# an object held by its wall higher by its droop (WALL_HANG_TILT).
+EXPERT_VERSION = "scripted-expert 0.20"
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -178,6 +182,15 @@ FAR_DRAW_IN = 0.08
 WRIST_RADIUS = 0.07
 WRIST_ABOVE_GRIP = 0.10
 WRIST_PITCH = 0.35
+# An object held by its wall (a bowl pinched at its rim, WALL_GRASP or more from its centre) hangs up to this much
+# off level while carried, radians, and slips down between the fingers a little: its far side is lower. Carried
+# beside KITCHEN_SCENE9's shelf with its bottom planned PASS_OVER (3 cm) above the shelf's top, the white bowl's
+# lowest point passed 0.3 cm above it to 1.7 cm into it (tilted 6 to 12 degrees), and knocked off the board, the
+# bowl fell out of the hand (a generated "turn on the stove and put the white bowl on it": 1 of 5 episodes failed).
+WALL_HANG_TILT = 0.2
+# Put down on a region drawn on a surface, an object is turned in steps of this much (radians) until the hand's
+# housing clears what stands tall beside the place (`_housed_turn`).
+PLACE_TURN_STEP = math.pi / 12
 
 
 @dataclass
@@ -491,6 +504,9 @@ class ScriptedExpert:
         jitter = self.rng.uniform(-0.004, 0.004, size=2)
         grasp = np.array([pos[0] + off[0] + jitter[0], pos[1] + off[1] + jitter[1], grasp_z])
         close_dir = nearest_equivalent_yaw(yaw + across, *hand_and_wrist(env))
+        if not far and layer is None:
+            # Reckoned from the joint as it stands, which the arm settling can undo (see `settled_wrist`).
+            close_dir = settled_wrist_safe_yaw(close_dir, base, grasp[:2])
         hand_rot = hand_down_rotation(close_dir)
         pointing = from_base - hand_rot[:2, 0] * float(from_base @ hand_rot[:2, 0])
         if far and np.linalg.norm(pointing) > 0.7:
@@ -543,6 +559,8 @@ class ScriptedExpert:
             turn = wrist_safe_turn(turn, wrist - d)
         if into_drawer:
             turn = turn_hand_out(turn, grasp[:2] - pos[:2], container.rot[:2, 0])
+        elif container is None and layer is None and not far and step.goal.args[1] in g.range_regions:
+            turn = self._housed_turn(step, model, grasp[:2] - pos[:2], close_dir, turn, target_xy, bottom_z)
         c, s = math.cos(turn), math.sin(turn)
         offset = np.array([[c, -s], [s, c]]) @ (grasp[:2] - pos[:2])
         place = np.array([target_xy[0] + offset[0], target_xy[1] + offset[1], bottom_z + model.grasp.height])
@@ -590,6 +608,42 @@ class ScriptedExpert:
             (close, close_steps, hand_rot, 1.0),
         ]
 
+    def _housed_turn(self, step, model, offset: np.ndarray, close_dir: float, turn: float, target_xy: np.ndarray,
+                     bottom_z: float) -> float:
+        """The turn about the vertical (radians) to carry an object put down on a region drawn on a surface with, so
+        that the hand's housing, putting it down, is clear of what stands tall beside the place.
+
+        `turn` itself when the housing is clear with it; else the least further turn, in steps of PLACE_TURN_STEP up
+        to a quarter turn either way, that clears it (kept within the wrist's range as `wrist_safe_turn` keeps it);
+        else `turn`. Closing across a narrow region beside a fixture (a book put to the right of STUDY_SCENE4's
+        shelf, its region 2.8 cm from the shelf's 40 cm side board), the hand (21 cm long along the closing
+        direction) came down on the board and stayed caught on it (generated tasks: 3/5 and 0/5 episodes failed).
+
+        Args:
+            offset: the grasp point from the object's centre, xy, as picked (the turn turns it too).
+            close_dir: the hand's closing direction at the grasp (world angle).
+        """
+        above = bottom_z + model.grasp.height + HAND_BOTTOM_ABOVE_GRIP
+        around = [o for o in self._obstacles({step.obj}, above) if o[4] >= above]
+        if not around:
+            return turn
+
+        def housed(t: float) -> bool:
+            c, s = math.cos(t), math.sin(t)
+            hand_xy = target_xy + np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]])
+            return hand_clearance(hand_xy, close_dir + t, around) > 0.0
+
+        if housed(turn):
+            return turn
+        ee_rot, wrist = hand_and_wrist(self.env)
+        d = wrap_angle(close_dir - math.atan2(ee_rot[1, 0], ee_rot[0, 0]))
+        for k in range(1, int(round(math.pi / 2 / PLACE_TURN_STEP)) + 1):
+            for sign in (1.0, -1.0):
+                t = wrist_safe_turn(turn + sign * k * PLACE_TURN_STEP, wrist - d)
+                if housed(t):
+                    return t
+        return turn
+
     def _held_off_centre(self, step, grasp: np.ndarray) -> bool:
         """Whether the grasp point lies more than OFF_CENTRE from the object's centre of mass (a pan's handle)."""
         g = self.env.geometry
@@ -603,15 +657,18 @@ class ScriptedExpert:
     def _pass_over(self, step, model, grasp: np.ndarray, place_xy: np.ndarray, skip: set) -> float:
         """The hand's height that carries the object's bottom PASS_OVER above whatever stands near its path.
 
-        An object held far from its centre hangs off level (HANG_TILT): its far side is lower by
-        that much. The height is no more than MAX_CARRY_ABOVE_BASE above the robot's base.
+        An object held far from its centre hangs off level (HANG_TILT), one held by its wall a little
+        (WALL_HANG_TILT): its far side is lower by that much. The height is no more than MAX_CARRY_ABOVE_BASE
+        above the robot's base.
         """
         radius = float(np.hypot(*model.half_size[:2]))
         top = highest_top_near(self._obstacles(skip, -np.inf), grasp[:2], place_xy, radius)
         droop = 0.0
+        held_at = float(np.hypot(*(grasp[:2] - self.env.geometry.pos(step.obj)[:2])))
         if self._held_off_centre(step, grasp):
-            far = float(np.hypot(*(grasp[:2] - self.env.geometry.pos(step.obj)[:2]))) + radius
-            droop = far * math.sin(HANG_TILT)
+            droop = (held_at + radius) * math.sin(HANG_TILT)
+        elif held_at >= WALL_GRASP:
+            droop = (held_at + radius) * math.sin(WALL_HANG_TILT)
         return min(top + model.grasp.height + PASS_OVER + droop, self.env.arena.robot_base[2] + MAX_CARRY_ABOVE_BASE)
 
     def _into_layer(self, step, model, layer, grasp: np.ndarray, hand_rot: np.ndarray) -> list:

@@ -261,6 +261,22 @@ def test_hand_turns_the_way_that_keeps_the_wrist_in_range():
     assert nearest_equivalent_yaw(math.pi / 2, now, wrist=10.0) == math.pi / 2
 
 
+def test_the_grasp_goes_the_way_round_that_the_settled_arm_can_reach():
+    from libero_ll.experts.skills import settled_wrist, settled_wrist_safe_yaw
+
+    base = np.array([-0.66, 0.0])
+    # The rest posture: the hand in front of the base closing along +y, the last joint at pi/4.
+    assert math.isclose(settled_wrist(base, np.array([-0.2, 0.0]), math.pi / 2), math.pi / 4)
+    # KITCHEN_SCENE2's bowl, pinched closing along -45 degrees: settled, the joint would stand at about pi (it stopped
+    # at 2.9); the other way round leaves it near 0.
+    hand = np.array([-0.159, 0.031])
+    assert abs(settled_wrist(base, hand, -math.pi / 4)) > 2.9
+    turned = settled_wrist_safe_yaw(-math.pi / 4, base, hand)
+    assert math.isclose(math.cos(turned), math.cos(3 * math.pi / 4), abs_tol=1e-9)
+    assert abs(settled_wrist(base, hand, turned)) < 0.3
+    assert settled_wrist_safe_yaw(math.pi / 2, base, hand) == math.pi / 2
+
+
 def test_highest_top_near_a_path_counts_only_what_is_near_it():
     import numpy as np
 

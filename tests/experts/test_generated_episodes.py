@@ -26,6 +26,21 @@ from libero_ll.tasks.scenes import load_scene
         # hand's housing down on the cabinet's top at the place, and the bowl was let go 27 cm up (3 and 4 of 5).
         ("KITCHEN_SCENE2", [{"stack": {"object": "akita_black_bowl_1", "target": "akita_black_bowl_3"}}], (3, 4), 250),
         ("KITCHEN_SCENE2", [{"stack": {"object": "akita_black_bowl_2", "target": "akita_black_bowl_3"}}], (2,), 250),
+        # The book's region lies 2.8 cm from the shelf's side board: the hand, closing across it, came down on the
+        # board and stayed caught (0 and 2 of 5); the book is now turned so that the hand lies along the board.
+        ("STUDY_SCENE4", [{"place_next_to": {"object": "black_book_1", "side": "right",
+                                             "reference": "wooden_two_layer_shelf_1"}}], (0, 1, 2, 3, 4), 300),
+        ("STUDY_SCENE4", [{"place_next_to": {"object": "yellow_book_1", "side": "right",
+                                             "reference": "wooden_two_layer_shelf_1"}}], (0, 3, 4), 300),
+        # After pulling the drawer open the arm's wrist stands twisted; the grasp's way round, reckoned from the last
+        # joint as it stood, drove that joint to its stop as the arm settled, and the hand crept (600 and 591 steps).
+        ("KITCHEN_SCENE2", [{"open": "wooden_cabinet_1_top_region"},
+                            {"put_in": {"object": "akita_black_bowl_2", "target": "wooden_cabinet_1_top_region"}}],
+         (2, 3), 540),
+        # Carried over the shelf beside it, the bowl (held by its rim, hanging tilted) caught the shelf's top and
+        # fell out of the hand (4 of 5); it is now carried higher by its droop.
+        ("KITCHEN_SCENE9", [{"turn_on": "flat_stove_1"}, {"put_on": {"object": "white_bowl_1", "target": "flat_stove_1"}}],
+         (3,), 400),
     ],
 )
 def test_expert_solves_once_failing_generated_task_within_budget(scene, goal, indices, budget, tmp_path):
