@@ -10,7 +10,13 @@ from libero_ll.cli.args import positive_float
 
 
 def cmd_metrics(args) -> int:
+    import sys
+
+    from libero_ll.evaluation.runs import config_edited, edited_config_warning, load_sessions
+
     _run_folder(args.run_dir, "")
+    if config_edited(args.run_dir, load_sessions(args.run_dir)):
+        print(f"warning: {edited_config_warning(args.run_dir)}", file=sys.stderr)
     if args.reference:
         _run_folder(args.reference, "--reference ")
     for path in args.single_task or ():

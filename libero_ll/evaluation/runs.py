@@ -182,6 +182,29 @@ def unfinished_note(run: Run) -> str:
     return f"{ended} of {total} stage{'s' if total > 1 else ''} ended"
 
 
+def config_digest(run_dir: str | os.PathLike) -> str | None:
+    """The SHA-256 of a run's config.yaml as it is now; None when it cannot be read."""
+    import hashlib
+
+    try:
+        return hashlib.sha256((Path(run_dir) / "config.yaml").read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def config_edited(run_dir: str | os.PathLike, sessions: list[dict]) -> bool:
+    """Whether a run's config.yaml differs from the one its last session ran with (edited after the run: its
+    results are then read under settings, a learner or a policy that may not be the ones that made them). False
+    for runs whose sessions did not record it."""
+    recorded = sessions[-1].get("config_sha256") if sessions else None
+    return isinstance(recorded, str) and config_digest(run_dir) not in (None, recorded)
+
+
+def edited_config_warning(run_dir: str | os.PathLike) -> str:
+    return (f"{Path(run_dir) / 'config.yaml'} differs from the one the run's last session ran with (edited after "
+            "the run?): its learner, policy and settings are read as the file says now")
+
+
 def load_sessions(run_dir: str | os.PathLike) -> list[dict]:
     """The sessions (start, then each resume) recorded in a run's environment.json, oldest first; [] when
     there is none or it cannot be read (a run made before the file existed)."""

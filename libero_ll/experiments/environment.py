@@ -104,9 +104,14 @@ def record_session(run_dir: Path, device, resumed: bool, init_from: str | None =
     `plugins`: the run's own code (`plugin_files`)."""
     from libero_ll.experiments.lifelong import write_json
 
+    from libero_ll.evaluation.runs import config_digest
+
     path = Path(run_dir) / ENVIRONMENT_FILE
     sessions = load_sessions(run_dir)
     if not sessions and path.exists():
         os.replace(path, path.with_name(ENVIRONMENT_FILE + ".unreadable"))
-    write_json(path, {"version": VERSION, "sessions": [*sessions, describe(device, resumed, init_from, plugins)]})
+    entry = describe(device, resumed, init_from, plugins)
+    # The config.yaml the session ran with, for reports to see one edited after the run (`config_edited`).
+    entry["config_sha256"] = config_digest(run_dir)
+    write_json(path, {"version": VERSION, "sessions": [*sessions, entry]})
     return sessions

@@ -576,3 +576,15 @@ def test_metrics_of_a_run_training_now_says_so(run_copy, capsys):
         assert f"learnt so far (training now (pid {os.getpid()}))" in capsys.readouterr().out
     assert main(["metrics", str(run_copy)]) == 0
     assert f"learnt so far (libero-ll train --resume {run_copy} goes on)" in capsys.readouterr().out
+
+
+def test_a_config_edited_after_the_run_is_named_by_metrics_and_report(run_copy, tmp_path, capsys):
+    # A finished ER run's config.yaml set to another learner was reported as that learner without a word.
+    assert main(["metrics", str(run_copy)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    _edit_config(run_copy, learner__name="ewc")
+    assert main(["metrics", str(run_copy)]) == 0
+    said = f"{run_copy / 'config.yaml'} differs from the one the run's last session ran with (edited after the run?)"
+    assert f"warning: {said}" in capsys.readouterr().err
+    assert main(["report", str(run_copy), "-o", str(tmp_path / "report"), "--unfinished"]) == 0
+    assert said in capsys.readouterr().out

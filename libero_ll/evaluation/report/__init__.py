@@ -164,7 +164,14 @@ def _check_groups(groups: dict) -> tuple[list, list[str]]:
     is kept: they are not independent seeds), runs whose tasks differ from the rest of their method's or
     name a task twice, and settings that differ between runs of one method."""
     from libero_ll.evaluation.report.tables import method_labels
-    from libero_ll.evaluation.runs import config_differences, main_task_set, same_seed_runs, task_set
+    from libero_ll.evaluation.runs import (
+        config_differences,
+        config_edited,
+        edited_config_warning,
+        main_task_set,
+        same_seed_runs,
+        task_set,
+    )
 
     labels = method_labels(list(groups))
     kept, warnings = [], []
@@ -192,6 +199,8 @@ def _check_groups(groups: dict) -> tuple[list, list[str]]:
         kept += group
         main = main_task_set(group)
         for r in group:
+            if config_edited(r.path, r.sessions):
+                warnings.append(f"{name}: {edited_config_warning(r.path)}")
             twice = sorted({n for n in r.task_order if r.task_order.count(n) > 1})
             if twice:
                 warnings.append(f"{name}: {r.path} names {', '.join(twice)} more than once in its tasks "
