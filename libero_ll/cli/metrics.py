@@ -21,6 +21,10 @@ def cmd_metrics(args) -> int:
         _run_folder(args.reference, "--reference ")
     for path in args.single_task or ():
         _run_folder(path, "--single-task ")
+    if not (Path(args.run_dir) / "success.json").is_file():
+        from libero_ll.evaluation.runs import NotEvaluatedYet
+
+        raise NotEvaluatedYet(Path(args.run_dir))
     if args.all or args.reference or args.single_task:
         print_all_metrics(Path(args.run_dir), args.json, args.reference, args.single_task or (), args.epsilon)
     else:
@@ -85,6 +89,7 @@ def _run_folder(path, option: str) -> None:
         raise LiberoError(f"{option}{p}: is a file, not a run directory")
     if not (p / "config.yaml").is_file() and not (p / "success.json").is_file():
         raise LiberoError(f"{option}{p} is not a run directory: it has no config.yaml or success.json")
+
 
 
 # Scalar metrics printed by --all: key, label, which way is better.

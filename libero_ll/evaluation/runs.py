@@ -131,8 +131,12 @@ class NotEvaluatedYet(LiberoError):
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        again = ""
+        if (self.path / STATE_FILE).exists() or (self.path / FINAL_POLICY).exists():
+            # Its saved state holds the success tensor: a success.json lost since is written again from it.
+            again = f"; if it got further and the file was lost, libero-ll train --resume {path} writes it again"
         super().__init__(f"{path}: the run has saved no evaluation yet: it has no success.json (killed, or still "
-                         "running, before its first evaluation)")
+                         f"running, before its first evaluation){again}")
 
 
 def unfinished_stages(run_dir: str | os.PathLike) -> tuple[int, int] | None:

@@ -588,3 +588,17 @@ def test_a_config_edited_after_the_run_is_named_by_metrics_and_report(run_copy, 
     assert f"warning: {said}" in capsys.readouterr().err
     assert main(["report", str(run_copy), "-o", str(tmp_path / "report"), "--unfinished"]) == 0
     assert said in capsys.readouterr().out
+
+
+def test_a_lost_success_json_says_how_to_get_it_back(run_copy, capsys):
+    saved = (run_copy / "success.json").read_bytes()
+    (run_copy / "success.json").unlink()
+    assert main(["metrics", str(run_copy)]) == 2
+    err = capsys.readouterr().err
+    assert f"libero-ll train --resume {run_copy} writes it again" in err and "Traceback" not in err
+    lifelong._load_state(run_copy)  # the state it is written from is whole
+    from libero_ll.evaluation.success import SuccessTensor
+
+    state = torch.load(run_copy / "resume.pt", weights_only=True)
+    SuccessTensor.from_dict(state["tensor"]).save(run_copy / "success.json")  # what a resume writes first
+    assert (run_copy / "success.json").read_bytes() == saved
