@@ -22,9 +22,15 @@ def cmd_verify(args) -> int:
     worst = 0.0
     for path in args.files:
         print(path, flush=True)
-        report = verify_file(
-            path, tolerance, args.max_demos, on_demo=lambda r: print(f"  {r.describe()}", flush=True)
-        )
+        try:
+            report = verify_file(
+                path, tolerance, args.max_demos, on_demo=lambda r: print(f"  {r.describe()}", flush=True)
+            )
+        except LiberoError as e:
+            # One file that cannot be replayed (no scene to rebuild, say) is a failed file; the others go on.
+            print(f"  FAILED: {e}", flush=True)
+            failed.append(f"{path} (cannot be replayed)")
+            continue
         total += len(report.demos)
         worst = max([worst, *(d.max_divergence for d in report.demos)])
         if not report.demos:

@@ -144,6 +144,7 @@ def import_lerobot(
         raise LiberoError(f"{there[0]} exists ({len(there)} of the {len(targets)} files); pass --overwrite to "
                           "replace them")
 
+    _check_frame_rate(fps, root)  # once the dataset is known to be one to import
     frames = _FrameSource(root, info, version, cams, features)
     writers: dict[str, DemoWriter] = {}
     total = 0
@@ -158,10 +159,11 @@ def import_lerobot(
             T = table.num_rows
             if T == 0:
                 raise LiberoError(f"{root}: episode {ep['index']} has no frames")
-            s = _matrix(table, state, ep, root)
+            _check_frame_order(table, ep, root)
+            s = _matrix(table, state, ep, root, 8)
             obs = {"ee_states": s[:, :6], "gripper_states": s[:, 6:8]}
             if joints is not None:
-                obs["joint_states"] = _matrix(table, joints, ep, root)
+                obs["joint_states"] = _matrix(table, joints, ep, root, 7)
             for key, feature in cams.items():
                 images = frames.images(ep, feature, table)
                 if len(images) != T:
@@ -181,7 +183,7 @@ def import_lerobot(
                     ee_orientation=HAND_BODY,
                 )
             writers[task].add(Demo(
-                actions=_matrix(table, action, ep, root),  # float32, as LeRobot and collected files hold them
+                actions=_matrix(table, action, ep, root, 7),  # float32, as LeRobot and collected files hold them
                 states=np.zeros((T, 0)), robot_states=np.zeros((T, 0)), obs=obs, init_state=np.zeros(0),
             ))
             total += T
@@ -267,6 +269,9 @@ def _camera_features(features: dict, given: dict[str, str] | None, root: Path) -
             what = "is not a camera feature" if len(bad) == 1 else "are not camera features"
             has = f"its camera features: {', '.join(pictures)}" if pictures else "it has no camera features"
             raise LiberoError(f"{' and '.join(bad)} {what} of {root}; {has}")
+        if len(set(given.values())) < len(given):
+            raise LiberoError(f"{' and '.join(f'{CAMERA_OPTIONS.get(k, k)} {v}' for k, v in given.items())}: "
+                              "the two cameras name the same feature; give each its own")
         return dict(given)
     found = {KNOWN_CAMERAS[n]: n for n in pictures if n in KNOWN_CAMERAS}
     if set(found) != {"agentview_rgb", "eye_in_hand_rgb"}:
@@ -404,14 +409,61 @@ def _file_names(tasks: list[str], task_files, root: Path, skip_unknown: bool = F
 # ---------------------------------------------------------------- rows and frames
 
 
-def _matrix(table, name: str, ep: dict, root: Path) -> np.ndarray:
+class FrameRateWarning(UserWarning):
+    """A dataset recorded at another rate than the simulator's policy steps."""
+
+
+def _check_frame_rate(fps, root: Path) -> None:
+    """Warn when the dataset's frames come at another rate than our policy steps (EnvConfig.control_freq): each of
+    its delta actions then stands for another stretch of time, so a policy trained on them moves at another
+    speed here."""
+    import warnings
+
+    from libero_ll.envs.env import EnvConfig
+
+    ours = EnvConfig().control_freq
+    try:
+        theirs = float(fps)
+    except (TypeError, ValueError):
+        return  # _read_info names a bad fps
+    if theirs != ours:
+        warnings.warn(
+            f"{root}: recorded at {fps:g} frames per second, where the simulator's policy steps at {ours} Hz "
+            f"(env.control_freq): its delta actions, taken {ours} times a second, move the hand about "
+            f"{ours / theirs:.3g} times as fast as in the demos; they are imported as they are",
+            FrameRateWarning, stacklevel=3)
+
+
+def _matrix(table, name: str, ep: dict, root: Path, width: int) -> np.ndarray:
+    """Column `name` of an episode's rows as a (frames, width) float32 array; a LiberoError naming the episode
+    and column when it is missing, not a vector per frame, or of another width than meta/info.json gives."""
     if name not in table.column_names:
         raise LiberoError(f"{root}: episode {ep['index']}: the frames have no column {name}")
     values = table.column(name).to_pylist()
     try:
-        return np.asarray(values, dtype=np.float32).reshape(len(values), -1)
+        out = np.asarray(values, dtype=np.float32).reshape(len(values), -1)
     except (TypeError, ValueError):
         raise LiberoError(f"{root}: episode {ep['index']}: column {name} is not a vector per frame") from None
+    if out.shape[1] != width:
+        raise LiberoError(f"{root}: episode {ep['index']}: column {name} holds {out.shape[1]} numbers per frame, "
+                          f"where meta/info.json gives {width}")
+    return out
+
+
+def _check_frame_order(table, ep: dict, root: Path) -> None:
+    """A LiberoError when an episode's rows are not its frames 0, 1, ..., T-1 (one left out shifts every later
+    picture against its state and action), or are fewer or more than the episode's recorded length."""
+    T = table.num_rows
+    if "frame_index" in table.column_names:
+        index = np.asarray(table.column("frame_index").to_pylist())
+        if not np.array_equal(index, np.arange(T)):
+            gap = int(np.flatnonzero(index != np.arange(T))[0])
+            raise LiberoError(f"{root}: episode {ep['index']}: its rows are not frames 0 to {T - 1} in turn (row "
+                              f"{gap} holds frame {index[gap]}): a frame is missing or repeated")
+    length = ep.get("length")
+    if isinstance(length, (int, np.integer)) and not isinstance(length, bool) and int(length) != T:
+        raise LiberoError(f"{root}: episode {ep['index']}: {T} rows of frames, where its entry in meta/ says "
+                          f"{length}")
 
 
 class _FrameSource:

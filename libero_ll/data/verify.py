@@ -177,7 +177,10 @@ def verify_file(
     path = Path(path)
     info = read_info(path)
     if not info.bddl_file_content:
-        raise LiberoError(f"demo file {path}: no bddl_file_content attribute, so its scene cannot be rebuilt")
+        imported = (" (imported from another tool's dataset: it holds no simulator states either, nothing to replay)"
+                    if info.env_name == "LeRobot" else "")
+        raise LiberoError(f"demo file {path}: no task text (bddl_file_content), so its scene cannot be "
+                          f"rebuilt{imported}")
     try:
         spec = parse_string(info.bddl_file_content, info.bddl_file_name or str(path))
     except LiberoError as e:

@@ -319,3 +319,31 @@ def test_files_with_and_without_joint_states_are_refused_naming_the_file(tmp_pat
     with pytest.raises(LiberoError, match=re.escape(message)):
         export_lerobot(tmp_path, tmp_path / "ds")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bowl.hdf5", "soup.hdf5"]
+
+
+def test_a_demo_without_steps_is_named_not_a_traceback(tmp_path, capsys):
+    # It ended in an IndexError from the image statistics of an empty demo.
+    import h5py
+
+    folder = tmp_path / "demos"
+    folder.mkdir()
+    with DemoWriter(folder / "bowl.hdf5", env_name="LiberoEnv", problem_info={"language_instruction": TASKS["bowl"]},
+                    bddl_file_name="bowl.bddl", bddl_file_content="", env_args={"control_freq": 20},
+                    generator="test") as w:
+        w.add(demo(6, seed=1))
+        w.add(demo(5, seed=2))
+    with h5py.File(folder / "bowl.hdf5", "r+") as f:
+        group = f["data/demo_1"]
+        for name in list(group.keys()):
+            if isinstance(group[name], h5py.Dataset):
+                data = group[name][:0]
+                del group[name]
+                group[name] = data
+        for name in list(group["obs"].keys()):
+            data = group["obs"][name][:0]
+            del group["obs"][name]
+            group["obs"][name] = data
+    assert main(["export", str(folder), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: demo file {folder / 'bowl.hdf5'}: data/demo_1 has no steps; an episode needs one or more" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()

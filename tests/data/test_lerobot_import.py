@@ -309,6 +309,9 @@ def test_cli_imports_and_checks_its_arguments(tmp_path, capsys):
         f"error: --wrist observation.state is not a camera feature of {tmp_path / 'v2'}; its camera features: "
         "observation.images.image, observation.images.wrist_image\n"
     )
+    assert main(["import", str(tmp_path / "v2"), "--out", str(tmp_path / "o4"), "--quiet",
+                 "--agentview", "observation.images.image", "--wrist", "observation.images.image"]) == 2
+    assert "the two cameras name the same feature; give each its own" in capsys.readouterr().err
 
 
 def test_verify_says_an_imported_demo_has_nothing_to_replay(source, tmp_path, capsys):
@@ -476,3 +479,60 @@ def test_a_dataset_exported_with_the_old_action_names_imports_the_same(source, t
     after = read_demos(s.files[TASKS["bowl"]])
     for a, b in zip(before, after):
         np.testing.assert_array_equal(b.actions, a.actions.astype(np.float32))
+
+
+def test_frames_of_another_width_or_with_a_gap_are_named(tmp_path):
+    # An action column 6 wide under an info.json that says 7 imported (exit 0) and failed in training with a
+    # traceback; a frame left out shifted every later picture against its state and action.
+    write_v2(tmp_path / "narrow", "image")
+    path = tmp_path / "narrow/data/chunk-000/episode_000001.parquet"
+    table = pq.read_table(path)
+    narrow = pa.array([row[:6] for row in table.column("action").to_pylist()], pa.list_(pa.float32()))
+    pq.write_table(table.set_column(table.column_names.index("action"), "action", narrow), path)
+    with pytest.raises(LiberoError, match="episode 1: column action holds 6 numbers per frame, where "
+                                          "meta/info.json gives 7"):
+        import_lerobot(tmp_path / "narrow", tmp_path / "out")
+    write_v2(tmp_path / "gap", "image")
+    path = tmp_path / "gap/data/chunk-000/episode_000000.parquet"
+    table = pq.read_table(path)
+    keep = [i for i, f in enumerate(table.column("frame_index").to_pylist()) if f != 2]
+    pq.write_table(table.take(keep), path)
+    with pytest.raises(LiberoError, match=r"episode 0: its rows are not frames 0 to 3 in turn \(row 2 holds frame 3\)"):
+        import_lerobot(tmp_path / "gap", tmp_path / "out")
+    write_v2(tmp_path / "short", "image")
+    path = tmp_path / "short/data/chunk-000/episode_000002.parquet"
+    table = pq.read_table(path)
+    keep = [i for i, f in enumerate(table.column("frame_index").to_pylist()) if f != 4]
+    pq.write_table(table.take(keep), path)
+    with pytest.raises(LiberoError, match="episode 2: 4 rows of frames, where its entry in meta/ says 5"):
+        import_lerobot(tmp_path / "short", tmp_path / "out")
+    assert not list(tmp_path.glob("out/*")) and not list(tmp_path.glob("out/.*"))  # no file of the imports left
+
+
+def test_a_dataset_at_another_frame_rate_is_imported_with_a_warning(source, tmp_path):
+    from libero_ll.data.lerobot_import import FrameRateWarning
+
+    write_v2(tmp_path / "v2", "image")  # 10 frames per second
+    with pytest.warns(FrameRateWarning, match=r"recorded at 10 frames per second, where the simulator's policy "
+                                              r"steps at 20 Hz .* about 2 times as fast as in the demos"):
+        import_lerobot(tmp_path / "v2", tmp_path / "out10", suite=None, skip_unknown=True)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FrameRateWarning)
+        import_lerobot(source[1], tmp_path / "out20")  # exported from our 20 Hz demos
+
+
+def test_verify_goes_on_past_a_file_it_cannot_replay(source, tmp_path, capsys):
+    # One imported file without a task (no --suite) stopped the whole verify with an error and no summary.
+    _, dataset = source
+    import_lerobot(dataset, tmp_path / "plain")  # no task files: no scene to rebuild
+    import_lerobot(dataset, tmp_path / "tasks", task_files=sorted(QUICKSTART.glob("*.bddl")))
+    plain = sorted((tmp_path / "plain").glob("*.hdf5"))[0]
+    with_task = tmp_path / "tasks" / "put_the_black_bowl_on_the_plate.hdf5"
+    assert main(["verify", str(plain), str(with_task)]) == 1
+    out = capsys.readouterr().out
+    assert f"FAILED: demo file {plain}: no task text (bddl_file_content), so its scene cannot be rebuilt " \
+           "(imported from another tool's dataset: it holds no simulator states either, nothing to replay)" in out
+    assert "holds no simulator states (imported from another tool's dataset)" in out  # the second file, reached
+    assert out.strip().splitlines()[-1].startswith(f"failed: {plain} (cannot be replayed), ")
