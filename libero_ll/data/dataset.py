@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from libero_ll.data.hdf5 import read_demos
+from libero_ll.data.hdf5 import LOWDIM_SIZES, read_demos
 from libero_ll.errors import LiberoError
 
 
@@ -75,9 +75,23 @@ def load_task_data(
     for number, demo in enumerate(read_demos(path, obs_keys=list(obs_keys), max_demos=max_demos)):
         entry = {key: demo.obs[key] for key in obs_keys}
         entry["actions"] = demo.actions
+        _check_widths(path, number, entry)
         _check_finite(path, number, entry)
         demos.append(entry)
     return TaskData(task_id=int(task_id), demos=demos, task_emb=emb)
+
+
+def _check_widths(path, number: int, entry: dict[str, np.ndarray]) -> None:
+    """Refuse a demo whose actions or low-dim observations are not as wide as the policies read them (a file
+    written or imported elsewhere): training then failed deep inside a policy with a broadcasting error."""
+    widths = {"actions": 7, **LOWDIM_SIZES}
+    for key, arr in entry.items():
+        want = widths.get(key)
+        if want is not None and (arr.ndim != 2 or arr.shape[1] != want):
+            raise LiberoError(
+                f"demo file {path}: demo {number} (counting from 0, in index order) has '{key}' of shape "
+                f"{tuple(arr.shape)}, where the policies read ({len(arr)}, {want}): fix or remake the file"
+            )
 
 
 def _check_finite(path, number: int, entry: dict[str, np.ndarray]) -> None:

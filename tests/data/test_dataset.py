@@ -136,6 +136,25 @@ def test_a_demo_with_nan_or_infinity_is_refused_with_its_place(tmp_path, key, ba
     assert len(load_task_data(path, task_id=0, task_emb=np.ones(4), obs_keys=KEYS, max_demos=1).demos) == 1
 
 
+@pytest.mark.parametrize("key, width", [("actions", 6), ("joint_states", 9)])
+def test_a_demo_of_another_width_is_refused_with_its_place(tmp_path, key, width):
+    # Six-wide actions from another tool's dataset trained into a broadcasting error deep in the policy.
+    path = tmp_path / "task.hdf5"
+    rng = np.random.default_rng(0)
+    with DemoWriter(path, env_name="E", problem_info={}, bddl_file_name="t.bddl", bddl_file_content="",
+                    env_args={}, generator="test") as w:
+        for number in range(2):
+            wide = width if number == 1 else None
+            obs = {"agentview_rgb": rng.integers(0, 256, (5, 4, 4, 3), dtype=np.uint8),
+                   "joint_states": rng.normal(size=(5, wide if key == "joint_states" and wide else 7))}
+            actions = rng.normal(size=(5, wide if key == "actions" and wide else 7))
+            w.add(Demo(actions=actions, states=np.zeros((5, 3)), robot_states=np.zeros((5, 9)), obs=obs,
+                       init_state=np.zeros(3)))
+    with pytest.raises(LiberoError, match=rf"demo 1 .* has '{key}' of shape \(5, {width}\), where the policies "
+                                          rf"read \(5, {7}\)"):
+        load_task_data(path, task_id=0, task_emb=np.ones(4), obs_keys=KEYS)
+
+
 def gripper_demo(T, closes, opens=()):
     """A demo whose gripper command closes at the steps in `closes` and opens at those in `opens`."""
     d = demo_dict(T, 0)
