@@ -25,6 +25,9 @@ from libero_ll.data.lerobot_import import import_lerobot
 from libero_ll.errors import LiberoError
 from tests.data.test_lerobot import TASKS, demo, frames
 
+# The v2 datasets made here are at 10 frames per second: their imports warn so (tested below), by design.
+pytestmark = pytest.mark.filterwarnings("ignore::libero_ll.data.lerobot_import.FrameRateWarning")
+
 QUICKSTART = Path(__file__).resolve().parents[2] / "bddl_tasks" / "quickstart"
 LENGTHS = {"bowl": (12, 9), "soup": (7, 10, 8)}
 
