@@ -116,10 +116,8 @@ def test_load_task_data_from_a_demo_file(tmp_path):
     assert len(ds) == 4 and ds.get_batch([0])["mask"].sum() == 4
 
 
-@pytest.mark.parametrize("key", ["actions", "joint_states"])
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_a_demo_with_nan_or_infinity_is_refused_with_its_place(tmp_path, key, bad):
-    path = tmp_path / "task.hdf5"
+def _two_demos(path, edit) -> None:
+    """A demo file of two 5-step demos (a picture, joints, actions); `edit(actions, obs)` changes the second's."""
     rng = np.random.default_rng(0)
     with DemoWriter(path, env_name="E", problem_info={}, bddl_file_name="t.bddl", bddl_file_content="",
                     env_args={}, generator="test") as w:
@@ -128,9 +126,21 @@ def test_a_demo_with_nan_or_infinity_is_refused_with_its_place(tmp_path, key, ba
                    "joint_states": rng.normal(size=(5, 7))}
             actions = rng.normal(size=(5, 7))
             if number == 1:
-                (actions if key == "actions" else obs["joint_states"])[3, 2] = bad
+                actions, obs = edit(actions, obs)
             w.add(Demo(actions=actions, states=np.zeros((5, 3)), robot_states=np.zeros((5, 9)), obs=obs,
                        init_state=np.zeros(3)))
+
+
+@pytest.mark.parametrize("key", ["actions", "joint_states"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_demo_with_nan_or_infinity_is_refused_with_its_place(tmp_path, key, bad):
+    path = tmp_path / "task.hdf5"
+
+    def poison(actions, obs):
+        (actions if key == "actions" else obs["joint_states"])[3, 2] = bad
+        return actions, obs
+
+    _two_demos(path, poison)
     with pytest.raises(LiberoError, match=rf"demo 1 .* NaN or infinite '{key}' at step 3"):
         load_task_data(path, task_id=0, task_emb=np.ones(4), obs_keys=KEYS)
     assert len(load_task_data(path, task_id=0, task_emb=np.ones(4), obs_keys=KEYS, max_demos=1).demos) == 1
@@ -140,18 +150,15 @@ def test_a_demo_with_nan_or_infinity_is_refused_with_its_place(tmp_path, key, ba
 def test_a_demo_of_another_width_is_refused_with_its_place(tmp_path, key, width):
     # Six-wide actions from another tool's dataset trained into a broadcasting error deep in the policy.
     path = tmp_path / "task.hdf5"
-    rng = np.random.default_rng(0)
-    with DemoWriter(path, env_name="E", problem_info={}, bddl_file_name="t.bddl", bddl_file_content="",
-                    env_args={}, generator="test") as w:
-        for number in range(2):
-            wide = width if number == 1 else None
-            obs = {"agentview_rgb": rng.integers(0, 256, (5, 4, 4, 3), dtype=np.uint8),
-                   "joint_states": rng.normal(size=(5, wide if key == "joint_states" and wide else 7))}
-            actions = rng.normal(size=(5, wide if key == "actions" and wide else 7))
-            w.add(Demo(actions=actions, states=np.zeros((5, 3)), robot_states=np.zeros((5, 9)), obs=obs,
-                       init_state=np.zeros(3)))
+
+    def widen(actions, obs):
+        if key == "actions":
+            return np.zeros((5, width)), obs
+        return actions, {**obs, "joint_states": np.zeros((5, width))}
+
+    _two_demos(path, widen)
     with pytest.raises(LiberoError, match=rf"demo 1 .* has '{key}' of shape \(5, {width}\), where the policies "
-                                          rf"read \(5, {7}\)"):
+                                          r"read \(5, 7\)"):
         load_task_data(path, task_id=0, task_emb=np.ones(4), obs_keys=KEYS)
 
 

@@ -495,20 +495,18 @@ def test_frames_of_another_width_or_with_a_gap_are_named(tmp_path):
     with pytest.raises(LiberoError, match="episode 1: column action holds 6 numbers per frame, where "
                                           "meta/info.json gives 7"):
         import_lerobot(tmp_path / "narrow", tmp_path / "out")
-    write_v2(tmp_path / "gap", "image")
-    path = tmp_path / "gap/data/chunk-000/episode_000000.parquet"
-    table = pq.read_table(path)
-    keep = [i for i, f in enumerate(table.column("frame_index").to_pylist()) if f != 2]
-    pq.write_table(table.take(keep), path)
-    with pytest.raises(LiberoError, match=r"episode 0: its rows are not frames 0 to 3 in turn \(row 2 holds frame 3\)"):
-        import_lerobot(tmp_path / "gap", tmp_path / "out")
-    write_v2(tmp_path / "short", "image")
-    path = tmp_path / "short/data/chunk-000/episode_000002.parquet"
-    table = pq.read_table(path)
-    keep = [i for i, f in enumerate(table.column("frame_index").to_pylist()) if f != 4]
-    pq.write_table(table.take(keep), path)
-    with pytest.raises(LiberoError, match="episode 2: 4 rows of frames, where its entry in meta/ says 5"):
-        import_lerobot(tmp_path / "short", tmp_path / "out")
+    # A frame left out of the middle of an episode, and its last one.
+    for name, episode, frame, said in [
+        ("gap", 0, 2, r"episode 0: its rows are not frames 0 to 3 in turn \(row 2 holds frame 3\)"),
+        ("short", 2, 4, "episode 2: 4 rows of frames, where its entry in meta/ says 5"),
+    ]:
+        write_v2(tmp_path / name, "image")
+        path = tmp_path / f"{name}/data/chunk-000/episode_{episode:06d}.parquet"
+        table = pq.read_table(path)
+        pq.write_table(table.take([i for i, f in enumerate(table.column("frame_index").to_pylist()) if f != frame]),
+                       path)
+        with pytest.raises(LiberoError, match=said):
+            import_lerobot(tmp_path / name, tmp_path / "out")
     assert not list(tmp_path.glob("out/*")) and not list(tmp_path.glob("out/.*"))  # no file of the imports left
 
 
