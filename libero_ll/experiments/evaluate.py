@@ -559,7 +559,10 @@ def _load(plan: _Plan, run_dir: Path, actions: str | None) -> RunPolicy:
         # inputs it was not trained on, and say nothing of it.
         from libero_ll.experiments.config import first_difference
 
-        change = first_difference(trained["env"], OmegaConf.to_container(cfg.env, resolve=True), prefix="env.")
+        # Only the keys both know: a key added to EnvConfig since the run was made is read at its default.
+        now = OmegaConf.to_container(cfg.env, resolve=True)
+        change = first_difference({k: v for k, v in trained["env"].items() if k in now},
+                                  {k: v for k, v in now.items() if k in trained["env"]}, prefix="env.")
         if change is not None:
             key, was, now = change
             raise LiberoError(

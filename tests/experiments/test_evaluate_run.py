@@ -422,6 +422,16 @@ def test_scenes_edited_after_the_run_are_named(run_copy, capsys):
         err = _err_of(capsys, str(run_copy), "--checkpoint", checkpoint, "--workers", "1")
         assert f"{config} sets env.image_size to {2 * trained}, but the run's saved policy " in err, (checkpoint, err)
         assert f"was trained with env.image_size {trained} " in err and f"set it back to {trained}" in err
+    # A key the run's checkpoints do not record (added to the env settings since) is not a change.
+    import torch
+
+    cfg.env.image_size = trained
+    OmegaConf.save(cfg, config)
+    final = torch.load(run_copy / "final_policy.pt", weights_only=True)
+    del final["config"]["env"]["robot_mesh"]
+    torch.save(final, run_copy / "final_policy.pt")
+    assert main(["evaluate", str(run_copy), "--workers", "1", "--rollouts", "1", "--tasks", "1",
+                 "--out", str(run_copy / "e.json")]) == 0, capsys.readouterr().err
 
 
 def test_damaged_initial_states_are_named(run_copy, capsys):
