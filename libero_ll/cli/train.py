@@ -52,29 +52,29 @@ def sigterm_as_interrupt():
 def cmd_train(args) -> int:
     run_dir = None
     try:
-        with sigterm_as_interrupt():
-            # Imported here, inside the try: a Ctrl-C while torch loads is told as one before the run began.
-            from libero_ll.cli.metrics import print_metrics
-            from libero_ll.experiments.config import load_config
-            from libero_ll.experiments.lifelong import run_lifelong
+        # SIGTERM comes as Terminated: the command line's `main` runs every command under sigterm_as_interrupt.
+        # Imported here, inside the try: a Ctrl-C while torch loads is told as one before the run began.
+        from libero_ll.cli.metrics import print_metrics
+        from libero_ll.experiments.config import load_config
+        from libero_ll.experiments.lifelong import run_lifelong
 
-            if args.resume:
-                if args.config or args.overrides:
-                    raise LiberoError("--resume continues a run with its own config.yaml; give no config or overrides")
-                run_dir = Path(args.resume)
-                if not run_dir.is_dir():
-                    what = "is a file, not a run directory" if run_dir.exists() else "no such folder"
-                    raise LiberoError(f"--resume {run_dir}: {what}")
-                if not (run_dir / "config.yaml").exists():
-                    raise LiberoError(f"--resume {run_dir}: not a run directory (no config.yaml)")
-                cfg = load_config(run_dir / "config.yaml")
-                run_dir = run_lifelong(cfg, resume=run_dir, max_stages=args.stages, lock=True)
-            else:
-                if not args.config:
-                    raise LiberoError("give a config file (e.g. configs/smoke.yaml) or --resume RUN_DIR")
-                cfg = load_config(args.config, args.overrides)
-                run_dir = run_lifelong(cfg, max_stages=args.stages, lock=True)
-            print_metrics(run_dir, as_json=False)
+        if args.resume:
+            if args.config or args.overrides:
+                raise LiberoError("--resume continues a run with its own config.yaml; give no config or overrides")
+            run_dir = Path(args.resume)
+            if not run_dir.is_dir():
+                what = "is a file, not a run directory" if run_dir.exists() else "no such folder"
+                raise LiberoError(f"--resume {run_dir}: {what}")
+            if not (run_dir / "config.yaml").exists():
+                raise LiberoError(f"--resume {run_dir}: not a run directory (no config.yaml)")
+            cfg = load_config(run_dir / "config.yaml")
+            run_dir = run_lifelong(cfg, resume=run_dir, max_stages=args.stages, lock=True)
+        else:
+            if not args.config:
+                raise LiberoError("give a config file (e.g. configs/smoke.yaml) or --resume RUN_DIR")
+            cfg = load_config(args.config, args.overrides)
+            run_dir = run_lifelong(cfg, max_stages=args.stages, lock=True)
+        print_metrics(run_dir, as_json=False)
     except KeyboardInterrupt as e:
         # Ctrl-C, or SIGTERM (Terminated). A new run's folder is known once run_lifelong has made it.
         run_dir = getattr(e, "run_dir", None) or run_dir

@@ -16,7 +16,6 @@ from libero_ll.evaluation.runs import FINAL_POLICY
 from libero_ll.signals import interrupts_held
 
 
-
 def atomic_torch_save(obj, path: Path) -> None:
     """Write `obj` with torch.save to a temporary name in the same folder, flush it to disk, rename it into place.
 
