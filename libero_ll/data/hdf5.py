@@ -248,6 +248,18 @@ class DatasetInfo:
     ee_orientation: str = HAND_BODY
     stats: dict = field(default_factory=dict)
 
+    @property
+    def control_freq(self) -> float | None:
+        """The policy steps per second the demos were recorded at, as env_args hold it (at the top, as LIBERO's
+        files and LeRobot imports keep it, or in env_kwargs, as ours do); None when they do not say."""
+        args = self.env_args if isinstance(self.env_args, dict) else {}
+        kwargs = args.get("env_kwargs") if isinstance(args.get("env_kwargs"), dict) else {}
+        for where in (args, kwargs):
+            rate = where.get("control_freq")
+            if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+                return rate
+        return None
+
 
 # robomimic's kind of environment (its EnvType) for a robosuite environment, kept in env_args["type"].
 ROBOMIMIC_ROBOSUITE_TYPE = 1

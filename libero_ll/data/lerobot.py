@@ -439,7 +439,7 @@ def export_lerobot(
     out.parent.mkdir(parents=True, exist_ok=True)
     tasks = [task_of(f) for f in files]
     joints = _joint_states_in(files)
-    fps = fps or _fps_of(files[0])
+    fps = fps or _common_fps(files)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     # SVT-AV1 prints its settings on stderr for every file unless told otherwise.
     svt_log = os.environ.get("SVT_LOG")
@@ -447,7 +447,8 @@ def export_lerobot(
     videos: dict[str, _VideoWriter] = {}
     data = _ParquetFiles(tmp, DATA_PATH, data_file_size_mb)
     try:
-        task_index = {t: i for i, t in enumerate(dict.fromkeys(tasks))}
+        # A task is numbered when its first episode is written: a file without demos adds no task.
+        task_index: dict[str, int] = {}
         stats = {
             k: _Stats()
             for k in (
@@ -493,7 +494,7 @@ def export_lerobot(
                         f"demo file {path}: images of {size[0]}x{size[1]} pixels; video needs even sizes"
                     )
                 ep = len(episodes)
-                columns = _columns(demo, fps, ep, index, task_index[task], joints)
+                columns = _columns(demo, fps, ep, index, task_index.setdefault(task, len(task_index)), joints)
                 chunk, file, _ = data.add(_table(columns))
                 row = {
                     "episode_index": ep,
@@ -634,13 +635,25 @@ def _table(columns: dict[str, np.ndarray]):
     return pa.table(arrays, names=list(columns))
 
 
+def _common_fps(files: list[Path]) -> int:
+    """The control frequency the files were collected at, which becomes the dataset's frame rate; files
+    collected at different ones are a LiberoError naming two of them (one dataset has one frame rate)."""
+    first = None
+    for path in files:
+        rate = _fps_of(path)
+        if first is None:
+            first = (path, rate)
+        elif rate != first[1]:
+            raise LiberoError(
+                f"demo file {path} was collected at {rate} Hz but {first[0]} at {first[1]} Hz: a dataset has "
+                "one frame rate: export the files of each rate on their own"
+            )
+    return first[1] if first else DEFAULT_FPS
+
+
 def _fps_of(path: Path) -> int:
-    env_args = read_info(path).env_args
-    kwargs = env_args.get("env_kwargs", {}) if isinstance(env_args.get("env_kwargs"), dict) else {}
-    for where in (env_args, kwargs):
-        if isinstance(where.get("control_freq"), (int, float)):
-            return int(where["control_freq"])
-    return DEFAULT_FPS
+    rate = read_info(path).control_freq
+    return DEFAULT_FPS if rate is None else int(rate)
 
 
 def _write_json(path: Path, value) -> None:

@@ -968,7 +968,7 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: boo
     for note in stale_demo_notes(data_dir, tasks):
         log(note)
     check_demo_images(cfg, tasks)
-    for note in demo_look_notes(cfg, tasks):
+    for note in demo_look_notes(cfg, tasks) + demo_rate_notes(cfg, tasks, env_cfg.control_freq):
         log(note)
     check_demo_counts(cfg, tasks, resumed=resumed, note=log if few_demos_note else None)
     obs_keys = policy.image_keys + policy.lowdim_keys
@@ -1113,6 +1113,26 @@ def demo_look_notes(cfg, tasks: list[Path]) -> list[str]:
             notes.append(f"note: {path} was rendered with {key} {have} but the run renders with env.{key}={want}: "
                          f"the policy trains on images of one look and is evaluated on another; to match, set "
                          f"env.{key}={have}, {remake}")
+    return notes
+
+
+def demo_rate_notes(cfg, tasks: list[Path], rate: float) -> list[str]:
+    """Notes on the demo files of `tasks` in `cfg.data.dir` recorded at another control rate than `rate`, the
+    run's policy steps per second (a LeRobot dataset at 10 or 30 frames per second, imported): each delta action
+    then stands for another stretch of time, so the policy moves the hand faster or slower than the demos did.
+    Files that do not say their rate get none."""
+    from libero_ll.data.hdf5 import read_info
+
+    notes = []
+    for t in tasks:
+        path = task_demo_file(cfg.data.dir, t.stem)
+        if not path.exists():
+            continue
+        theirs = read_info(path).control_freq
+        if theirs is not None and theirs > 0 and theirs != rate:
+            notes.append(f"note: {path} was recorded at {theirs:g} steps per second but the run's policy acts "
+                         f"{rate:g} times a second: its delta actions move the hand about {rate / theirs:.3g} "
+                         "times as fast as in the demos")
     return notes
 
 

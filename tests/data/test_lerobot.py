@@ -268,11 +268,11 @@ def test_an_empty_folder_is_written_without_overwrite(demo_dir, tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]  # no temporary folder left beside
 
 
-def write_demos(path, task: str, Ts, seed: int, joints: bool = True) -> None:
+def write_demos(path, task: str, Ts, seed: int, joints: bool = True, freq: int = 20) -> None:
     """A demo file of one task; without `joints`, its demos hold no obs/joint_states, as files imported from a
     LeRobot dataset without them (which hold the hand body's orientation, as LeRobot's LIBERO datasets do)."""
     with DemoWriter(path, env_name="LiberoEnv", problem_info={"language_instruction": task},
-                    bddl_file_name="", bddl_file_content="", env_args={"control_freq": 20}, generator="test",
+                    bddl_file_name="", bddl_file_content="", env_args={"control_freq": freq}, generator="test",
                     ee_orientation=GRIP_SITE if joints else HAND_BODY) as w:
         for i, T in enumerate(Ts):
             d = demo(T, seed + i)
@@ -347,3 +347,29 @@ def test_a_demo_without_steps_is_named_not_a_traceback(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"error: demo file {folder / 'bowl.hdf5'}: data/demo_1 has no steps; an episode needs one or more" in err
     assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_a_file_without_demos_adds_no_task(tmp_path):
+    # Its task was listed in meta/tasks.parquet (and total_tasks) with no episode.
+    write_demos(tmp_path / "bowl.hdf5", TASKS["bowl"], (), seed=1)
+    write_demos(tmp_path / "soup.hdf5", TASKS["soup"], (4, 5), seed=7)
+    summary = export_lerobot(tmp_path, tmp_path / "ds")
+    assert summary.tasks == [TASKS["soup"]] and summary.episodes == 2
+    info = json.loads((tmp_path / "ds/meta/info.json").read_text())
+    assert info["total_tasks"] == 1
+    tasks = pq.read_table(tmp_path / "ds/meta/tasks.parquet").to_pydict()
+    assert tasks["task"] == [TASKS["soup"]] and tasks["task_index"] == [0]
+    data = pq.read_table(tmp_path / "ds" / info["data_path"].format(chunk_index=0, file_index=0))
+    assert set(data.column("task_index").to_pylist()) == {0}
+
+
+def test_files_of_different_control_rates_are_refused_unless_fps_is_given(tmp_path):
+    # The first file's rate labelled every episode: a 10 Hz file's timestamps came out twice as fast.
+    write_demos(tmp_path / "bowl.hdf5", TASKS["bowl"], (6,), seed=1, freq=20)
+    write_demos(tmp_path / "soup.hdf5", TASKS["soup"], (4,), seed=7, freq=10)
+    message = (f"demo file {tmp_path / 'soup.hdf5'} was collected at 10 Hz but {tmp_path / 'bowl.hdf5'} at 20 Hz")
+    with pytest.raises(LiberoError, match=re.escape(message)):
+        export_lerobot(tmp_path, tmp_path / "ds")
+    assert not (tmp_path / "ds").exists()
+    export_lerobot(tmp_path, tmp_path / "ds", fps=20)
+    assert json.loads((tmp_path / "ds/meta/info.json").read_text())["fps"] == 20

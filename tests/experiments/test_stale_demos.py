@@ -127,3 +127,22 @@ def test_a_run_notes_demos_rendered_with_another_robot_mesh(smoke_data, smoke_en
     with pytest.raises(Noted, match=r"was rendered with robot_mesh collision but the run renders with "
                                     r"env.robot_mesh=visual.*set env.robot_mesh=collision"):
         run_lifelong(cfg, log=log, envs=smoke_envs)
+
+
+def test_demos_recorded_at_another_control_rate_are_named(tmp_path):
+    # A 10 Hz dataset imported from LeRobot trained a 20 Hz policy without a word at training time.
+    from libero_ll.experiments.lifelong import demo_rate_notes
+
+    task = tmp_path / "toy.bddl"
+    task.write_text(TASK_TEXT)
+    _write_with_env_args(tmp_path / "toy.hdf5", {"control_freq": 10, "source": "somewhere"}, "lerobot-import")
+    [note] = demo_rate_notes(_look_config(tmp_path), [task], 20)
+    assert note == (f"note: {tmp_path / 'toy.hdf5'} was recorded at 10 steps per second but the run's policy acts "
+                    "20 times a second: its delta actions move the hand about 2 times as fast as in the demos")
+    # Ours record it in env_kwargs; the same rate, or none recorded, gets no note.
+    for env_args in ({"control_freq": 20}, {"env_name": "toy", "env_kwargs": {"control_freq": 20}}, {}):
+        _write_with_env_args(tmp_path / "toy.hdf5", env_args)
+        assert demo_rate_notes(_look_config(tmp_path), [task], 20) == []
+    _write_with_env_args(tmp_path / "toy.hdf5", {"env_name": "toy", "env_kwargs": {"control_freq": 40}})
+    [note] = demo_rate_notes(_look_config(tmp_path), [task], 20)
+    assert "recorded at 40 steps per second" in note and "about 0.5 times as fast" in note
