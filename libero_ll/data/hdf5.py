@@ -133,6 +133,28 @@ DERIVED_OBS = {
     "ee_rot6": ("ee_states", lambda a: axis_angle_to_rot6(a[:, 3:6])),
 }
 IMAGE_KEYS = ("agentview_rgb", "eye_in_hand_rgb")
+# What robosuite's environments (and so robomimic's files) call the readings these files name otherwise.
+ROBOSUITE_OBS_NAMES = {
+    "agentview_rgb": "agentview_image",
+    "eye_in_hand_rgb": "robot0_eye_in_hand_image",
+    "joint_states": "robot0_joint_pos",
+    "gripper_states": "robot0_gripper_qpos",
+    "ee_pos": "robot0_eef_pos",
+}
+
+
+def missing_obs_error(path, name: str, key: str, obs) -> LiberoError:
+    """The error for demo `name` of file `path` whose obs group `obs` (None when it has none) lacks `key`:
+    it lists the readings the demo holds, and says so when one is robosuite's name for `key`."""
+    if obs is None:
+        return LiberoError(f"demo file {path}: data/{name} has no 'obs' group (needed: '{key}')")
+    held = sorted(obs.keys())
+    text = f"demo file {path}: data/{name}/obs has no '{key}' dataset (it holds: {', '.join(held) or 'nothing'})"
+    other = ROBOSUITE_OBS_NAMES.get(key)
+    if other in held:
+        text += (f"; '{other}' is robosuite's name for it: a file recorded from robosuite's observations (as "
+                 f"robomimic's are) needs its readings renamed to this project's names ('{other}' to '{key}')")
+    return LiberoError(text)
 # Row 0 is the top of the picture, as a person sees it. Written into every file made here.
 IMAGE_CONVENTION = "upright"
 # Row 0 is the bottom of the picture (OpenGL's framebuffer order): robosuite's default, which is what
@@ -743,7 +765,7 @@ def iter_demos(
                 if obs_grp is not None and key in obs_grp and not (convert and key == "ee_rot6"):
                     source, derive = key, None
                 if obs_grp is None or source not in obs_grp:
-                    raise LiberoError(f"demo file {path}: data/{name}/obs has no '{key}' dataset")
+                    raise missing_obs_error(path, name, key, obs_grp)
                 arr = obs_grp[source][()]
                 if convert and source == "ee_states":
                     # The orientation in the frame asked for (ee_rot6 is then derived from it).

@@ -1202,7 +1202,7 @@ def check_demo_keys(cfg, tasks: list[Path], obs_keys: list[str]) -> None:
     """
     import h5py
 
-    from libero_ll.data.hdf5 import DERIVED_OBS, demo_names
+    from libero_ll.data.hdf5 import DERIVED_OBS, demo_names, missing_obs_error
 
     for t in tasks:
         path = task_demo_file(cfg.data.dir, t.stem)
@@ -1219,7 +1219,7 @@ def check_demo_keys(cfg, tasks: list[Path], obs_keys: list[str]) -> None:
                 obs = demo.get("obs")
                 for key in obs_keys:
                     if obs is None or (key not in obs and DERIVED_OBS.get(key, (key,))[0] not in obs):
-                        raise LiberoError(f"demo file {path}: data/{name}/obs has no '{key}' dataset")
+                        raise missing_obs_error(path, name, key, obs)
 
 
 def check_demo_counts(cfg, tasks: list[Path], existing_only: bool = False, resumed: bool = False,

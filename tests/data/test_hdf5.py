@@ -313,6 +313,17 @@ def test_robomimic_layout_mask_group_next_obs_and_camera_names(tmp_path):
     assert [d.actions[0, 0] for d in demos] == [2, 10]
     assert set(demos[0].obs) == {"agentview_image", "robot0_eef_pos"}
     np.testing.assert_array_equal(demos[0].obs["agentview_image"], image[:, ::-1])
+    # Asked for this project's camera name, the error lists what the demo holds and names robosuite's.
+    with pytest.raises(LiberoError) as e:
+        read_demos(path, obs_keys=["agentview_rgb"])
+    assert str(e.value) == (
+        f"demo file {path}: data/demo_2/obs has no 'agentview_rgb' dataset (it holds: agentview_image, "
+        "robot0_eef_pos); 'agentview_image' is robosuite's name for it: a file recorded from robosuite's "
+        "observations (as robomimic's are) needs its readings renamed to this project's names "
+        "('agentview_image' to 'agentview_rgb')")
+    with pytest.raises(LiberoError, match=r"has no 'gripper_states' dataset \(it holds: agentview_image, "
+                       r"robot0_eef_pos\)$"):
+        read_demos(path, obs_keys=["gripper_states"])
 
 
 def test_libero_layout_language_extra_observations_and_flipped_images(tmp_path):
