@@ -320,7 +320,8 @@ class _Parser:
             raise self.error(node, f"expected a number, found '{node.text}'")
         value = float(node.text)
         if not math.isfinite(value):
-            raise self.error(node, f"the number {node.text} is too large")
+            shown = node.text if len(node.text) <= 40 else f"{node.text[:20]}...{node.text[-8:]} ({len(node.text)} characters)"
+            raise self.error(node, f"the number {shown} is too large")
         return value
 
     # -- sections

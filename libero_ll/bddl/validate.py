@@ -34,6 +34,11 @@ _INIT_PREDICATES = ("on", "in", *_JOINT_PREDICATES)
 # Joint states that exclude each other, and how each reads in a message.
 _OPPOSITE = {"open": "close", "close": "open", "turnon": "turnoff", "turnoff": "turnon"}
 _STATE_WORD = {"open": "open", "close": "closed", "turnon": "on", "turnoff": "off"}
+# Bounds on a region's numbers: its ranges in metres from its target's centre (a scene is a few metres across;
+# past them a float's width overflows when a place is drawn), its yaws in radians.
+MAX_RANGE = 5.0
+MAX_YAW = 100.0
+_RANGE_FIELDS = ("x_min", "y_min", "x_max", "y_max")
 
 
 @dataclass(frozen=True)
@@ -291,14 +296,36 @@ class _Validator:
                         at(f"ranges.{i}.{lo}", region.loc),
                         f"{what} has {axis}_min {r[lo]!r} > {axis}_max {r[hi]!r}",
                     )
-            if ordered:
+            far = [j for j, v in enumerate(r) if abs(float(v)) > MAX_RANGE]
+            if far:
+                j = far[0]
+                self.add(
+                    at(f"ranges.{i}.{j}", region.loc),
+                    f"{what} has {_RANGE_FIELDS[j]} {float(r[j]):g}: a region lies within {MAX_RANGE:g} m of its "
+                    f"target's centre (the robot reaches about 0.85 m from its base)",
+                )
+            elif ordered:
                 self.check_on_top(region, i, [float(v) for v in r])
         for i, y in enumerate(region.yaw_rotation):
             what = f"yaw_rotation {i + 1} of region '{region.name}'"
-            if self.numbers(y, 2, what, at(f"yaw_rotation.{i}.0", region.loc)) and y[0] > y[1]:
+            if not self.numbers(y, 2, what, at(f"yaw_rotation.{i}.0", region.loc)):
+                continue
+            if y[0] > y[1]:
                 self.add(
                     at(f"yaw_rotation.{i}.0", region.loc), f"{what} has yaw_min {y[0]!r} > yaw_max {y[1]!r}"
                 )
+            for j, v in enumerate(y):
+                if abs(float(v)) > MAX_YAW:
+                    self.add(at(f"yaw_rotation.{i}.{j}", region.loc),
+                             f"{what} has {('yaw_min', 'yaw_max')[j]} {float(v):g}: yaws are in radians, "
+                             f"within {MAX_YAW:g} of 0")
+                    break
+            else:
+                turn = [v for v in y if abs(float(v)) > 2 * math.pi + 1e-6]
+                if turn:
+                    self.warn(at(f"yaw_rotation.{i}.0", region.loc),
+                              f"{what} has yaw {float(turn[0]):g}, more than a full turn: yaws are in radians "
+                              f"(if it is meant in degrees, that is {math.radians(float(turn[0])):.4g} rad)")
         rgba = region.rgba
         if rgba is not None and self.numbers(rgba, 4, f"rgba of region '{region.name}'", region.loc):
             for j, v in enumerate(rgba):

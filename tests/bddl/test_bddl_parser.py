@@ -434,6 +434,8 @@ ERROR_CASES = [
     ("list in typed list", variant(FIXTURES, "(:fixtures (main_table) - table)"), 8, 14,
      "expected an instance name, found '('"),
     ("number too large", variant(RANGE, "((-0.1 -0.1 1e999 0.1))"), 7, 28, "the number 1e999 is too large"),
+    ("number of 400 digits", variant(RANGE, "((-0.1 -0.1 " + "9" * 400 + " 0.1))"), 7, 28,
+     "the number 99999999999999999999...99999999 (400 characters) is too large"),
     ("nested too deep", variant(GOAL, "(:goal " + "(Not " * 120 + ON_GOAL + ")" * 121), 12, 10 + 5 * 98,
      "nested more than 100 deep"),
     ("bad name in obj_of_interest", variant(INTEREST, "  (:obj_of_interest Bowl)"), 10, 21,

@@ -81,6 +81,13 @@ CASES = [
      "range 2 of region 'bowl_region' has x_min 0.0 > x_max -1.0"),
     ("yaw min > max", variant("((0.0 1.5))", "((2.0 1.5))"), 8, 24,
      "yaw_rotation 1 of region 'bowl_region' has yaw_min 2.0 > yaw_max 1.5"),
+    # Past these a place could not be drawn (a float's width overflowed) or an object stood 1,000 km away.
+    ("range beyond 5 m", variant("((-0.1 -0.1 0.1 0.1))", "((-0.1 -0.1 1e6 0.1))"), 7, 28,
+     "range 1 of region 'bowl_region' has x_max 1e+06: a region lies within 5 m of its target's centre"),
+    ("range of -1e308", variant("((-0.1 -0.1 0.1 0.1))", "((-0.1 -1e308 0.1 0.1))"), 7, 23,
+     "has y_min -1e+308"),
+    ("yaw beyond 100", variant("((0.0 1.5))", "((0.0 1e9))"), 8, 28,
+     "yaw_rotation 1 of region 'bowl_region' has yaw_max 1e+09: yaws are in radians, within 100 of 0"),
     ("rgba above 1", variant("(0 0 1 0.5)", "(0 0 1 1.5)"), 9, 21,
      "rgba value 1.5 of region 'bowl_region' is outside [0, 1]"),
     ("rgba below 0", variant("(0 0 1 0.5)", "(0 -0.2 1 0.5)"), 9, 17, "rgba value -0.2"),
@@ -225,6 +232,17 @@ def test_spec_built_in_code_gets_problems_without_positions():
                   "unknown predicate 'hover'", "Up takes 1 argument(s), found 2"):
         assert words in messages
     assert len(problems) == 5
+
+
+def test_a_yaw_of_more_than_a_full_turn_is_a_warning():
+    # (0 90) meant in degrees draws any turn at all, read as radians.
+    errors, warnings = validate_with_warnings(parse_string(variant("((0.0 1.5))", "((0 90))"), "t.bddl"), CATEGORIES)
+    assert errors == []
+    [w] = warnings
+    assert (w.line, w.col) == (8, 24)
+    assert w.message == ("yaw_rotation 1 of region 'bowl_region' has yaw 90, more than a full turn: yaws are in "
+                         "radians (if it is meant in degrees, that is 1.571 rad)")
+    assert validate_with_warnings(parse_string(variant("((0.0 1.5))", "((-6.2 6.28))")), CATEGORIES) == ([], [])
 
 
 def test_unused_region_of_an_undeclared_object_is_a_warning_not_an_error(tmp_path):
