@@ -262,6 +262,41 @@ def test_refuses_to_replace_a_folder_that_is_not_a_report(tmp_path):
         generate_report([], tmp_path / "out")
 
 
+def test_a_report_folder_holding_files_of_ones_own_or_an_input_run_is_not_replaced(tmp_path):
+    # Regenerating a report moved the whole folder aside and deleted it: notes put there went with it, and a run
+    # copied into it and reported from there was deleted by its own report.
+    import shutil
+
+    from libero_ll.evaluation.report import MARKER
+
+    run = hand_run(tmp_path / "r1", "er", 1, ["a", "b"], [0.8, 0.6], [0.4])
+    out = generate_report([run], tmp_path / "report")
+    listed = (out / MARKER).read_text().splitlines()
+    assert listed[0] == "libero_ll report" and "report.html" in listed and any(n.startswith("plots/") for n in listed)
+    generate_report([run], out)  # its own files: replaced
+    (out / "my_notes.txt").write_text("notes")
+    with pytest.raises(LiberoError, match=r"report is a report folder, but it holds my_notes.txt, which no report "
+                                          r"wrote there"):
+        generate_report([run], out)
+    assert (out / "my_notes.txt").read_text() == "notes"
+    (out / "my_notes.txt").unlink()
+    shutil.copytree(run, out / "myrun")
+    with pytest.raises(LiberoError, match=r"myrun is inside the report folder"):
+        generate_report([out / "myrun"], out)
+    assert (out / "myrun/success.json").exists()
+    with pytest.raises(LiberoError, match=r"holds myrun/config.yaml and 1 more"):
+        generate_report([run], out)
+    shutil.rmtree(out / "myrun")
+    # A report of an earlier version (its marker without the list) is replaced when it holds a report's usual
+    # files only.
+    (out / MARKER).write_text("libero_ll report\n")
+    generate_report([run], out)
+    (out / MARKER).write_text("libero_ll report\n")
+    (out / "plots/mine.txt").write_text("x")
+    with pytest.raises(LiberoError, match=r"holds plots/mine.txt, which no report wrote"):
+        generate_report([run], out)
+
+
 def test_runs_of_a_sweep_are_grouped_by_their_variant(smoke_runs, tmp_path):
     """Two ER runs (seeds 1, 2) copied twice and tagged as two variants of a sweep give two rows, named."""
     import shutil

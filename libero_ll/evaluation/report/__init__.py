@@ -17,6 +17,7 @@ from pathlib import Path
 from libero_ll.errors import LiberoError
 
 MARKER = ".libero_ll_report"  # marks a folder as a report, so regenerating may replace it
+MARKER_HEADER = "libero_ll report"  # the marker's first line; the files the report wrote follow, one a line
 
 
 def _slug(text: str) -> str:
@@ -78,6 +79,7 @@ def generate_report(
     ):
         raise LiberoError(f"{out_dir} exists and is not a report folder; choose another output folder")
     paths = list(dict.fromkeys(Path(p).resolve() for p in run_dirs))
+    _check_replaceable(out_dir, [*paths, *([Path(reference)] if reference else []), *map(Path, single_task)])
     runs, not_evaluated = [], []
     for p in paths:
         try:
@@ -128,12 +130,44 @@ def generate_report(
     tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
     try:
         _write(tmp, groups, measured, ref, singles, confidence, alpha, seed, command, notes)
-        (tmp / MARKER).write_text("libero_ll report\n", encoding="utf-8")
+        written = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        (tmp / MARKER).write_text("\n".join([MARKER_HEADER, *written]) + "\n", encoding="utf-8")
         _replace_dir(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out_dir
+
+
+def _check_replaceable(out_dir: Path, inputs: list[Path]) -> None:
+    """Refuse to replace the report folder `out_dir` when it holds an input of the report (a run copied into it)
+    or any file a report did not write there (notes of one's own): replacing the folder would delete them. The
+    marker lists what the report wrote; a marker without the list (reports of earlier versions) stands for a
+    report's usual files (pages and tables at the top, pictures under plots/)."""
+    if not (out_dir / MARKER).is_file():
+        return
+    here = out_dir.resolve()
+    for p in inputs:
+        p = p.resolve()
+        if p == here or here in p.parents:
+            raise LiberoError(f"{p} is inside the report folder {out_dir}, which a new report replaces (deleting "
+                              "it): move the run out, or write the report to another folder")
+    lines = (out_dir / MARKER).read_text(encoding="utf-8", errors="replace").splitlines()
+    listed = set(lines[1:])
+    foreign = []
+    for f in sorted(out_dir.rglob("*")):
+        if f.is_dir() or f.name == MARKER:
+            continue
+        name = f.relative_to(out_dir).as_posix()
+        usual = (f.parent == out_dir and f.suffix in (".html", ".md", ".csv")) or (
+            f.parent == out_dir / "plots" and f.suffix == ".png")
+        if not (name in listed if len(lines) > 1 else usual):
+            foreign.append(name)
+    if foreign:
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise LiberoError(f"{out_dir} is a report folder, but it holds {foreign[0]}{more}, which no report wrote "
+                          "there; a new report replaces the whole folder: move those out, or write the report to "
+                          "another folder")
 
 
 def _replace_dir(new: Path, target: Path) -> None:
