@@ -521,13 +521,14 @@ def run_sweep(sweep: Sweep, address: str | None = None, cpus: int | None = None,
 def check_report_folder(out: Path) -> None:
     """Fail, before any run, when the sweep's report could not be written at the end: `out` holds
     something that is not a report."""
-    from libero_ll.evaluation.report import MARKER
+    from libero_ll.evaluation.report import MARKER, check_replaceable
 
     if out.exists() and not (out / MARKER).exists() and (not out.is_dir() or any(out.iterdir())):
         raise LiberoError(
             f"{out} exists and is not a report: the sweep writes its report there at the end; move it away, "
             "or run the sweep with --no-report"
         )
+    check_replaceable(out, [])
 
 
 def _run_sweep_locked(sweep: Sweep, address, cpus, log, report: bool, command, t0: float) -> SweepResult:

@@ -152,6 +152,11 @@ def test_a_report_folder_the_sweep_cannot_use_stops_it_before_any_run(tmp_path, 
     assert "run the sweep with --no-report" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["report"]
     assert (out / "report" / "mine.txt").read_text() == "mine"
+    # A report folder holding a file of one's own beside a report: the report at the end would delete it.
+    (out / "report" / ".libero_ll_report").write_text("libero_ll report\nreport.html\n")
+    assert main(["sweep", str(path), "-o", str(out)]) == 2
+    assert "holds mine.txt, which no report wrote there" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["report"]
 
 
 def _report_tables(report: Path) -> dict:

@@ -79,7 +79,7 @@ def generate_report(
     ):
         raise LiberoError(f"{out_dir} exists and is not a report folder; choose another output folder")
     paths = list(dict.fromkeys(Path(p).resolve() for p in run_dirs))
-    _check_replaceable(out_dir, [*paths, *([Path(reference)] if reference else []), *map(Path, single_task)])
+    check_replaceable(out_dir, [*paths, *([Path(reference)] if reference else []), *map(Path, single_task)])
     runs, not_evaluated = [], []
     for p in paths:
         try:
@@ -139,7 +139,7 @@ def generate_report(
     return out_dir
 
 
-def _check_replaceable(out_dir: Path, inputs: list[Path]) -> None:
+def check_replaceable(out_dir: Path, inputs: list[Path]) -> None:
     """Refuse to replace the report folder `out_dir` when it holds an input of the report (a run copied into it)
     or any file a report did not write there (notes of one's own): replacing the folder would delete them. The
     marker lists what the report wrote; a marker without the list (reports of earlier versions) stands for a
