@@ -182,6 +182,8 @@ def load_resources(run_dir: str | os.PathLike) -> RunResources | None:
         return None
     except OSError as e:
         raise LiberoError(f"resources file {path} cannot be read ({e})") from None
+    except UnicodeDecodeError:
+        raise LiberoError(f"resources file {path} is not UTF-8 text: damaged, or another kind of file") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:

@@ -184,6 +184,10 @@ class SuccessTensor:
             raise LiberoError(f"success tensor file {path} does not exist") from None
         except OSError as e:
             raise LiberoError(f"success tensor file {path} cannot be read ({e})") from None
+        except UnicodeDecodeError:
+            raise LiberoError(
+                f"success tensor file {path} is not UTF-8 text: damaged, or another kind of file"
+            ) from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:

@@ -57,6 +57,9 @@ def test_malformed_files_name_the_file_and_the_problem(tmp_path):
     (tmp_path / "resources.json").write_text("{not json")
     with pytest.raises(LiberoError, match="resources.json is not valid JSON"):
         load_resources(tmp_path)
+    (tmp_path / "resources.json").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(LiberoError, match="resources.json is not UTF-8 text"):
+        load_resources(tmp_path)
     write(tmp_path, {"version": 2, "tasks": [entry(0, params=-1), entry(0), {"index": "x"}]})
     with pytest.raises(LiberoError, match="resources.json is malformed") as e:
         load_resources(tmp_path)

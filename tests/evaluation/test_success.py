@@ -95,6 +95,11 @@ def test_load_errors_name_the_file(tmp_path):
     shape.write_text(json.dumps(data))
     with pytest.raises(LiberoError, match="shape.json"):
         SuccessTensor.load(shape)
+    # Bytes that are no UTF-8 text gave a UnicodeDecodeError traceback.
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(LiberoError, match=r"binary\.json is not UTF-8 text"):
+        SuccessTensor.load(binary)
 
 
 def test_inconsistent_sizes_are_rejected():
