@@ -239,6 +239,28 @@ def test_task_order_comparison(tmp_path):
     assert any(p.name.startswith("orders_") for p in (out / "plots").iterdir())
 
 
+def test_task_order_bars_average_the_seeds_that_measured_a_task(tmp_path, monkeypatch):
+    # One seed that never evaluated a task made its order's mean NaN, drawn as a bar of 0.
+    from libero_ll.evaluation.report import plots
+
+    drawn = {}
+    real = plots.plot_order_comparison
+    monkeypatch.setattr(plots, "plot_order_comparison",
+                        lambda aucs, names, path: (drawn.update(aucs), real(aucs, names, path)))
+    runs = [
+        hand_run(tmp_path / "ab1", "er", 1, ["a", "b"], [0.8, NAN], [0.4]),
+        hand_run(tmp_path / "ab2", "er", 2, ["a", "b"], [0.7, 0.6], [0.5]),
+        hand_run(tmp_path / "ba1", "er", 1, ["b", "a"], [NAN, 0.9], [NAN]),
+    ]
+    never = SuccessTensor.load(runs[2] / "success.json")
+    never.curves[0] = [NAN] * len(never.curves[0])  # b never evaluated, not even before training
+    never.save(runs[2] / "success.json")
+    generate_report(runs, tmp_path / "report", unfinished=True)
+    b_of_ab2 = measure_run(load_run(runs[1]))["auc_per_task"][1]
+    assert np.isfinite(b_of_ab2) and drawn["T1 > T2"]["b"] == pytest.approx(b_of_ab2)
+    assert np.isnan(drawn["T2 > T1"]["b"])  # no run of that order measured it: no bar, "n/a"
+
+
 def test_failed_regeneration_keeps_the_old_report(tmp_path):
     good = hand_run(tmp_path / "r1", "er", 1, ["a", "b"], [0.8, 0.6], [0.4])
     out = generate_report([good], tmp_path / "report")

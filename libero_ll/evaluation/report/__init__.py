@@ -187,6 +187,17 @@ def _replace_dir(new: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _at(values: Sequence[float], i: int) -> float:
+    """values[i], NaN past the end."""
+    return float(values[i]) if i < len(values) else math.nan
+
+
+def _finite_mean(values) -> float:
+    """The mean of the values that are numbers (a seed that never evaluated a task has NaN); NaN when none is."""
+    kept = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
 def _say(log: Callable[[str], None] | None, line: str) -> None:
     if log is not None:
         log(line)
@@ -354,10 +365,10 @@ def _write(tmp: Path, groups: dict, measured: list, ref, singles, confidence, al
         aucs = {}
         for order, oruns in by_order.items():
             label = tables.order_label(order, list(by_order))
+            # The mean over the runs that measured the task, as the tables take it (NaN when none did; a run's
+            # list stops at its last task whose stage ended).
             aucs[label] = {
-                n: float(
-                    sum(m.metrics["auc_per_task"][m.run.task_order.index(n)] for m in oruns) / len(oruns)
-                )
+                n: _finite_mean([_at(m.metrics["auc_per_task"], m.run.task_order.index(n)) for m in oruns])
                 for n in task_names
                 if all(n in m.run.task_order for m in oruns)
             }

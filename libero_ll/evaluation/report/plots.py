@@ -196,7 +196,8 @@ def plot_order_comparison(
     """Per-task AUC of one method under different task orders, as grouped bars.
 
     Args:
-        aucs: order label → task name → mean AUC_k over the runs with that order.
+        aucs: order label → task name → mean AUC_k over the runs with that order; a task no run of an order
+            measured (NaN or absent) gets no bar but "n/a" where it would stand.
         task_names: the tasks, in the order of the x axis.
         path: PNG file to write.
     """
@@ -209,6 +210,9 @@ def plot_order_comparison(
         heights = [float(per_task.get(t, math.nan)) for t in task_names]
         xs = np.arange(len(task_names)) + (o - (n - 1) / 2) * width
         ax.bar(xs, np.nan_to_num(heights), width=width, color=colors(o % 10), label=label)
+        for x, h in zip(xs, heights):
+            if not math.isfinite(h):
+                ax.text(x, 0.02, "n/a", ha="center", va="bottom", rotation=90, fontsize=6, color=colors(o % 10))
     ax.set_xticks(
         range(len(task_names)), [_short(t) for t in task_names], fontsize=7, rotation=20, ha="right"
     )
