@@ -82,6 +82,9 @@ def build_task(req: TaskRequest) -> GeneratedTask:
                 continue
             if needed.get(key, state) != state:
                 raise LiberoError(f"{req.where}the steps need {key} both {needed[key]} and {state} at the start")
+            if scene.task_joints.get(key, state) != state:
+                raise LiberoError(f"{req.where}joints: {key} is set to {scene.task_joints[key]}, but the goal needs it "
+                                  f"{state} at the start; leave it out of joints, or set it {state}")
             needed[key] = state
         for key, state in step.effects.items():
             if done.get(key, state) != state:

@@ -96,6 +96,8 @@ class SceneTemplate:
         instances: instance name → Instance, in the order the task file lists them.
         joints: drawer region / microwave / stove → "open", "close", "on" or "off" at the start.
         labels: display names of regions, overriding the defaults (e.g. "cabinet shelf").
+        task_joints: the joints a task's own changes set (`with_changes`), which its goal may not override as
+            it overrides the scene's presets.
     """
 
     name: str
@@ -105,6 +107,7 @@ class SceneTemplate:
     instances: dict[str, Instance]
     joints: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    task_joints: dict[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ lookups
 
@@ -182,6 +185,9 @@ class SceneTemplate:
         for name in remove or []:
             self.require(name, f"{where}remove:")
             del out.instances[name]
+            # The scene's presets of the removed instance's drawers, door or knob go with it.
+            for key in [k for k in out.joints if k == name or (self.split_region(k) or ("",))[0] == name]:
+                del out.joints[key]
         for name, entry in (place or {}).items():
             inst = self.require(name, f"{where}place:")
             if not isinstance(entry, dict):
@@ -192,7 +198,7 @@ class SceneTemplate:
                 name, {"category": inst.category, "name": inst.label, **entry}, inst.kind, f"{where}place: "
             )
         for key, state in (joints or {}).items():
-            out.joints[key] = _joint_state(state, f"{where}joints: {key}")
+            out.joints[key] = out.task_joints[key] = _joint_state(state, f"{where}joints: {key}")
         out.check(where)
         return out
 

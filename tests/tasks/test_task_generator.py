@@ -142,11 +142,33 @@ _STOVE = [{"turn_on": "flat_stove_1"}]
         # A task's own changes are named as the task's, not as the scene's.
         ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "joints": {"ghost_1": "open"}}]},
          "tasks[0]: joints: 'ghost_1' has no drawer, door or knob"),
+        # Before: the goal's need silently replaced the task's own setting (the file started the stove off).
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "joints": {"flat_stove_1": "on"}}]},
+         "tasks[0]: joints: flat_stove_1 is set to on, but the goal needs it off at the start; leave it out of "
+         "joints, or set it off"),
     ],
 )
 def test_bad_specs_name_what_is_wrong(data, needle):
     with pytest.raises(LiberoError, match=re.escape(needle)):
         parse_plan(data)
+
+
+def test_removing_a_fixture_takes_its_joint_presets_with_it():
+    # Before: "joints: 'flat_stove_1' has no drawer, door or knob", from the scene's own preset of the stove.
+    plan = parse_plan({"scene": "GOAL_SCENE", "tasks": [
+        {"goal": {"put_on": {"object": "akita_black_bowl_1", "target": "plate_1"}}, "remove": ["flat_stove_1"]},
+        {"goal": {"put_on": {"object": "akita_black_bowl_1", "target": "plate_1"}},
+         "remove": ["wooden_cabinet_1"]},
+    ]})
+    for req, gone in zip(plan.requests, ("flat_stove_1", "wooden_cabinet_1")):
+        assert gone not in req.scene.instances
+        assert not [k for k in req.scene.joints if k.startswith(gone)]
+        assert gone not in build_task(req).text
+    # A task's own setting of a removed fixture is still an error.
+    with pytest.raises(LiberoError, match="tasks\\[0\\]: joints: 'flat_stove_1' has no drawer, door or knob"):
+        parse_plan({"scene": "GOAL_SCENE", "tasks": [
+            {"goal": {"put_on": {"object": "akita_black_bowl_1", "target": "plate_1"}}, "remove": ["flat_stove_1"],
+             "joints": {"flat_stove_1": "on"}}]})
 
 
 @pytest.mark.parametrize(
