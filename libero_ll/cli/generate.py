@@ -35,7 +35,7 @@ def cmd_generate(args) -> int:
     # What is in --out already is the user's: a task file is written only where none is or where it holds
     # the same text, and initial states only where none are or they are stale for an unchanged task,
     # unless --overwrite. A failing task is removed when this call wrote it, and a file it replaced is put back.
-    written, keep_states = _plan_writes(tasks, out, args.overwrite, init_states=not args.no_init_states)
+    written, keep_states = _plan_writes(tasks, out, args.overwrite, init_states=not args.no_init_states, n=args.n)
     earlier = _earlier_versions(written)
     for t in tasks:
         for msg in crowded_starts(t.spec):
@@ -103,13 +103,21 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def _plan_writes(tasks, out: Path, overwrite: bool, init_states: bool) -> tuple[set[Path], set[Path]]:
-    """Which task files this call writes, and which tasks keep the initial states already beside them.
+def _plan_writes(tasks, out: Path, overwrite: bool, init_states: bool, n: int = 50) -> tuple[set[Path], set[Path]]:
+    """Which task files this call writes, and which tasks keep the initial states already beside them (those
+    current and `n` in number).
 
     Raises LiberoError, before anything is written, when a file in `out` would be replaced without
-    `overwrite`: a task file of another text, or initial states that are not those of the generated task.
+    `overwrite`: a task file of another text, or initial states that are not those of the generated task or
+    not `n` of them.
     """
-    from libero_ll.envs.init_states import init_states_current, init_states_path
+    from libero_ll.envs.init_states import init_states_path, load_init_states
+
+    def states_kept(path: Path) -> bool:
+        try:
+            return len(load_init_states(path)) == n
+        except LiberoError:
+            return False
 
     written, keep_states, replaced = set(), set(), []
     for t in tasks:
@@ -122,7 +130,7 @@ def _plan_writes(tasks, out: Path, overwrite: bool, init_states: bool) -> tuple[
             if path.exists():
                 replaced.append(path.name)
         if init_states and init_states_path(path).exists():
-            if same and init_states_current(path) and not overwrite:
+            if same and states_kept(path) and not overwrite:
                 keep_states.add(path)
             else:
                 replaced.append(init_states_path(path).name)
@@ -130,8 +138,8 @@ def _plan_writes(tasks, out: Path, overwrite: bool, init_states: bool) -> tuple[
         shown = ", ".join(replaced[:5]) + (f" and {len(replaced) - 5} more" if len(replaced) > 5 else "")
         raise LiberoError(
             f"--out {out}: {len(replaced)} files there would be replaced ({shown}): they differ from the generated "
-            "tasks or are initial states of another version; pass --overwrite to replace them, or choose "
-            "another --out"
+            f"tasks or are initial states of another version or not {n} of them (--n); pass --overwrite to "
+            "replace them, or choose another --out"
         )
     return written, keep_states
 

@@ -297,6 +297,11 @@ def test_cli_generate_keeps_what_the_folder_held(tmp_path, capsys):
     said = capsys.readouterr().out
     assert "0 task files written, 1 already there as generated" in said and "current, kept" in said
     assert states.read_bytes() == stored
+    # Another --n: those states are not what is asked for (they were kept silently, 1 state for --n 2).
+    assert main(args[:-1] + ["2"]) == 2
+    assert re.search(r"1 files there would be replaced \(bowl.init.npz\).*or not 2 of them \(--n\); pass "
+                     r"--overwrite", capsys.readouterr().err)
+    assert states.read_bytes() == stored
     # A task file edited by hand is the user's: refused before anything is written, named.
     task.write_text(generated + "; my note\n")
     assert main(args) == 2
