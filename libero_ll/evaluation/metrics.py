@@ -236,6 +236,7 @@ def all_metrics(
             lacks = gap & np.array([n not in known for n in names], dtype=bool)
             why = [(lacks, "the reference run lacks task(s)"),
                    (gap & ~lacks, "the reference run never evaluated task(s)")]
+        why.append((np.isnan(np.diag(R)), "the run has no success of its own just after learning task(s)"))
         reasons = [f"{text} {_names(names, mask)}" for mask, text in why if mask.any()]
         _explain("I", i_k, reasons, "no task has both its own success R[k, k] and the reference's", missing,
                  partial)
@@ -252,6 +253,7 @@ def all_metrics(
             (learned & (auc_ref >= 1.0),
              "the reference reaches AUC 1 on task(s) {}, so FT is undefined there (1 − AUC_ref is 0)"),
             (learned & np.isnan(auc_ref), "no single-task run learned task(s) {} first"),
+            (~learned, "the run recorded no training curve of task(s) {}"),
         ]
         reasons = [text.format(_names(names, mask)) for mask, text in why if mask.any()]
         _explain("FT", ft, reasons, "no task has both a training curve and a single-task reference", missing,
@@ -259,9 +261,34 @@ def all_metrics(
     else:
         out.update(FT_per_task=[float("nan")] * K, FT=float("nan"))
         missing["FT"] = "no single-task reference runs given"
+    _explain_the_rest(out, K, missing)
     out["not_recorded"] = missing
     out["partial"] = partial
     return out
+
+
+# The metrics of one number each that `_explain_the_rest` gives a reason for when they are NaN.
+_SCALARS = ("fwt", "nbt", "auc", "A", "BWT", "REM", "BWT_plus", "FWT_prime", "R_final", "F_final", "CL_score",
+            "CL_score_W2", "CL_score_W3")
+# Those that compare a task's success after later tasks with an earlier one: undefined with one task learned.
+_NEED_TWO = ("nbt", "BWT", "REM", "BWT_plus", "F_final")
+
+
+def _explain_the_rest(out: dict, K: int, missing: dict) -> None:
+    """Give each NaN metric of _SCALARS not yet explained in ``missing`` its reason (docs/metrics.md: every
+    n/a says why): nothing learned yet, one task learned where a metric needs two, else the evaluations it
+    needs were not made."""
+    for key in _SCALARS:
+        if key in missing or not np.isnan(out[key]):
+            continue
+        if K == 0:
+            missing[key] = "no task's stage has ended yet: nothing learned to measure"
+        elif K == 1 and key in _NEED_TWO:
+            missing[key] = "it compares tasks learned earlier with later success: needs two or more tasks learned"
+        elif key.startswith("CL_score"):
+            missing[key] = "none of its criteria could be measured"
+        else:
+            missing[key] = "the evaluations it needs were not made (not evaluated entries of the success matrix)"
 
 
 def _names(names: Sequence[str], mask: np.ndarray) -> str:

@@ -272,3 +272,40 @@ def test_resources_recorded_as_zero_are_values_not_not_recorded():
     for c in ("MS", "SSS"):
         assert "not recorded" not in m["not_recorded"][c] and "0 bytes" in m["not_recorded"][c]
     assert "demo files" not in m["not_recorded"]["SSS"]
+
+
+def test_every_metric_that_is_n_a_says_why():
+    # docs/metrics.md promises it; a one-task run's BWT, REM, BWT+, NBT and F_K were null without a word.
+    from libero_ll.evaluation.metrics import _SCALARS
+
+    one = make_tensor(("a",), ((0.0, 0.5, 1.0),), ((1.0,),))
+    for tensor in (one, make_tensor(), make_tensor(curves=((NAN,) * 3, (NAN,) * 3), matrix=((NAN, NAN),) * 2)):
+        m = all_metrics(tensor)
+        unexplained = [k for k in _SCALARS if math.isnan(m[k]) and k not in m["not_recorded"]]
+        assert unexplained == [], unexplained
+    m = all_metrics(one)
+    assert m["not_recorded"]["BWT"].endswith("needs two or more tasks learned")
+    assert "nbt" in m["not_recorded"] and "F_final" in m["not_recorded"]
+    nothing = all_metrics(make_tensor(curves=((NAN,) * 3, (NAN,) * 3), matrix=((NAN, NAN),) * 2))
+    assert nothing["not_recorded"]["auc"] == "no task's stage has ended yet: nothing learned to measure"
+
+
+def test_a_mean_over_some_tasks_names_each_task_it_leaves_out(tmp_path):
+    # Task b was never evaluated just after it was learnt: I's mean over a and c said nothing of it, and FT's
+    # note named only one of the two tasks it left out.
+    three = make_tensor(
+        ("a", "b", "c"), ((0.0, 0.5, 1.0), (NAN, NAN, NAN), (0.0, 0.25, 0.75)),
+        ((1.0, NAN, NAN), (0.25, NAN, NAN), (0.25, 0.5, 0.75)),
+    )
+    run = make_run(tmp_path / "run", three)
+    ref = make_run(tmp_path / "mtl", make_tensor(("a", "b", "c"), ((0, 1, 1),) * 3, ((NAN,) * 3, (NAN,) * 3,
+                                                                                     (0.9, 0.9, 0.9))),
+                   learner="mtl")
+    m = measure_run(load_run(run), load_run(ref))
+    assert "2 of 3 tasks" in m["partial"]["I"]
+    assert "the run has no success of its own just after learning task(s) b" in m["partial"]["I"]
+    single_a = load_run(make_run(tmp_path / "single_a", make_tensor(("a",), ((0.0, 0.0, 1.0),), ((1.0,),))))
+    m = measure_run(load_run(run), single_task=[single_a])
+    assert "1 of 3 tasks" in m["partial"]["FT"]
+    assert "no single-task run learned task(s) c first" in m["partial"]["FT"]
+    assert "the run recorded no training curve of task(s) b" in m["partial"]["FT"]
