@@ -121,6 +121,7 @@ def _read_tree(text: str, path: str) -> list:
     root: list = []
     stack: list[_List] = []
     line, line_start = 1, 0
+    hidden: Loc | None = None  # the first comment that hides a ')' (a ';' in the middle of a line)
     for m in _TOKEN_RE.finditer(text):
         kind = m.lastgroup
         start = m.start()
@@ -131,6 +132,8 @@ def _read_tree(text: str, path: str) -> list:
                 line_start = start + breaks[-1].end()
             continue
         if kind == "comment":
+            if hidden is None and ")" in m.group():
+                hidden = Loc(path, line, start - line_start + 1)
             continue
         loc = Loc(path, line, start - line_start + 1)
         if kind == "atom":
@@ -155,10 +158,16 @@ def _read_tree(text: str, path: str) -> list:
             node = stack.pop()
             node.close_loc, node.end = loc, m.end()
     if stack:
-        defines = [n for n in root if isinstance(n, _List) and n.head() == "define"]
-        if defines:
-            _check_swallowed_sections(defines[0])
-        raise BddlError.at(stack[-1].loc, "'(' is never closed: a ')' is missing")
+        try:
+            defines = [n for n in root if isinstance(n, _List) and n.head() == "define"]
+            if defines:
+                _check_swallowed_sections(defines[0])
+            raise BddlError.at(stack[-1].loc, "'(' is never closed: a ')' is missing")
+        except BddlError as e:
+            if hidden is None:
+                raise
+            raise BddlError(e.path, e.line, e.col, f"{e.message}; the ';' at {hidden.line}:{hidden.col} starts a "
+                            "comment, which hides the rest of its line and the ')' in it") from None
     return root
 
 

@@ -402,6 +402,11 @@ ERROR_CASES = [
     ("rgba not a list", region_attr("(:rgba 1 0 0 1)))"), 8, 14, "write (:rgba (r g b a))"),
     ("region without target", variant("      (:target main_table)\n", ""), 5, 6,
      "region 'bowl_region' has no (:target <instance>)"),
+    # A ';' starts a comment: in the instruction it hid the ')' with no word of it.
+    ("semicolon in the language", variant("(:language put the bowl on the plate)",
+                                          "(:language put the bowl; on the plate)"), 3, 3,
+     "'(' of :language is not closed before (:regions at 4:3): a ')' is missing; the ';' at 3:26 starts a "
+     "comment, which hides the rest of its line and the ')' in it"),
     ("unknown region attribute", variant("(:target main_table)", "(:target main_table) (:size 1)"), 6, 29,
      "unknown region attribute ':size'"),
     ("duplicate region attribute",
