@@ -195,8 +195,11 @@ class SuccessTensor:
         if not isinstance(data, dict):
             raise LiberoError(f"success tensor file {path} does not hold a JSON object")
         try:
-            return cls.from_dict(data)
+            tensor = cls.from_dict(data)
         except KeyError as e:
             raise LiberoError(f"success tensor file {path} lacks the key {e}") from None
         except (ValueError, TypeError) as e:
             raise LiberoError(f"success tensor file {path} is malformed: {e}") from None
+        if not tensor.task_names:
+            raise LiberoError(f"success tensor file {path} holds no tasks (a run has one or more)")
+        return tensor

@@ -95,6 +95,11 @@ def test_load_errors_name_the_file(tmp_path):
     shape.write_text(json.dumps(data))
     with pytest.raises(LiberoError, match="shape.json"):
         SuccessTensor.load(shape)
+    # No task at all: a run has one or more (it entered metrics and reports as a run of none).
+    none = tmp_path / "none.json"
+    none.write_text(json.dumps(SuccessTensor.empty([]).to_dict()))
+    with pytest.raises(LiberoError, match=r"none\.json holds no tasks"):
+        SuccessTensor.load(none)
     # Bytes that are no UTF-8 text gave a UnicodeDecodeError traceback.
     binary = tmp_path / "binary.json"
     binary.write_bytes(b"\xff\xfe\x00")
