@@ -330,28 +330,46 @@ def _flat_config(config: dict, prefix: str = "") -> dict[str, str]:
     return out
 
 
+# Where a run's config keeps the chosen learner's and policy's own settings, and its presets for each of them.
+_OWN_SETTINGS = (("learner", "options"), ("policy", "cfg"))
+# The value shown for a run that leaves a learner or policy setting to its default.
+DEFAULT_VALUE = "(default)"
+
+
+def _effective_config(config: dict) -> dict:
+    """The config with `learner.options` and `policy.cfg` holding the chosen learner's and policy's settings as
+    the run used them (`by_name[name]` updated with them), and `by_name` dropped: a setting differs alike
+    whichever of the two places it was given in."""
+    out = dict(config)
+    for section, own in _OWN_SETTINGS:
+        part = out.get(section)
+        if not isinstance(part, dict):
+            continue
+        by_name = part.get("by_name") if isinstance(part.get("by_name"), dict) else {}
+        preset = by_name.get(part.get("name"))
+        mine = part.get(own)
+        out[section] = {k: v for k, v in part.items() if k not in ("by_name", own)}
+        out[section][own] = {**(preset if isinstance(preset, dict) else {}), **(mine if isinstance(mine, dict) else {})}
+    return out
+
+
 def config_differences(runs: Sequence[Run]) -> dict[str, list[str]]:
     """The config keys whose values differ between runs of one method, each with the runs' values in order
-    (as JSON). Keys that do not change what is learnt (seed, task list, folders, threads, evaluation workers),
-    the options of learners and policies that the runs do not use, and keys some runs lack (made by an older
-    version) are left out."""
-    flats = [_flat_config(r.config) for r in runs]
+    (as JSON). The chosen learner's and policy's settings are compared as the runs used them, under
+    `learner.options.*` and `policy.cfg.*` (wherever the config gave them: there or under `by_name`), a run that
+    leaves one to its default showing DEFAULT_VALUE. Keys that do not change what is learnt (seed, task list,
+    folders, threads, evaluation workers) and other keys some runs lack (made by an older version) are left
+    out."""
+    flats = [_flat_config(_effective_config(r.config)) for r in runs]
     if len(flats) < 2:
         return {}
-
-    def counts(key: str, run: Run) -> bool:
-        if key in _CONFIG_KEYS_FREE:
-            return False
-        for section, chosen in (("learner", run.learner), ("policy", run.policy)):
-            if key.startswith(f"{section}.by_name.") and not key.startswith(f"{section}.by_name.{chosen}."):
-                return False
-        return True
-
+    own = tuple(f"{section}.{key}." for section, key in _OWN_SETTINGS)
     keys = set(flats[0]).intersection(*flats[1:])
+    keys |= {k for f in flats for k in f if k.startswith(own)}
     out = {}
-    for key in sorted(keys):
-        values = [f[key] for f in flats]
-        if len(set(values)) > 1 and all(counts(key, r) for r in runs):
+    for key in sorted(keys - _CONFIG_KEYS_FREE):
+        values = [f.get(key, DEFAULT_VALUE) for f in flats]
+        if len(set(values)) > 1:
             out[key] = values
     return out
 

@@ -145,3 +145,36 @@ def test_runs_on_other_tasks_than_their_method_are_named(tmp_path, capsys):
     md = (out / "report.md").read_text()
     assert "learnt other tasks" in md
     assert "## Task orders" not in md and not (out / "task_orders.csv").exists()
+
+
+def test_learner_and_policy_settings_differ_alike_wherever_the_config_gave_them(tmp_path):
+    # A run with policy.cfg.embed_size=32 (or learner.options.keep_fraction=0.9) was averaged with runs of the
+    # preset's 16 (0.25) without a warning: an empty cfg/options of the others left the key out of the comparison.
+    from omegaconf import OmegaConf
+
+    from libero_ll.evaluation.runs import DEFAULT_VALUE, config_differences, load_run
+
+    def run(name, seed, **overrides):
+        path = hand_run(tmp_path / name, seed, ["a", "b"], [0.8, 0.6], [0.4], learner="packnet")
+        cfg = OmegaConf.load(path / "config.yaml")
+        cfg.learner.by_name = {"packnet": {"keep_fraction": 0.25}, "er": {"buffer": 1000}}
+        cfg.learner.options = {}
+        cfg.policy.by_name = {"resnet_t": {"embed_size": 16}, "vit_t": {"embed_size": 64}}
+        cfg.policy.cfg = {}
+        for key, value in overrides.items():
+            OmegaConf.update(cfg, key.replace("__", "."), value)
+        OmegaConf.save(cfg, path / "config.yaml")
+        return load_run(path)
+
+    base = run("base", 1)
+    assert config_differences([base, run("same", 2, policy__cfg={"embed_size": 16})]) == {}
+    assert config_differences([base, run("wide", 3, policy__cfg={"embed_size": 32})]) == {
+        "policy.cfg.embed_size": ["16", "32"]}
+    assert config_differences([base, run("keep", 4, learner__options={"keep_fraction": 0.9})]) == {
+        "learner.options.keep_fraction": ["0.25", "0.9"]}
+    assert config_differences([base, run("by_name", 5, learner__by_name__packnet__keep_fraction=0.9)]) == {
+        "learner.options.keep_fraction": ["0.25", "0.9"]}
+    # A setting only one run gives is shown against the others' default; another learner's presets do not count.
+    assert config_differences([base, run("extra", 6, learner__options={"finetune_epochs": 3},
+                                         learner__by_name__er__buffer=5)]) == {
+        "learner.options.finetune_epochs": [DEFAULT_VALUE, "3"]}
