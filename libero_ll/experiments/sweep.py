@@ -355,7 +355,9 @@ def missing_init_from(run: SweepRun) -> str | None:
 
 
 def check_existing(run: SweepRun) -> None:
-    """Fail when a started run's config.yaml is not the config the sweep asks for now.
+    """Fail when a started run's config.yaml is not the config the sweep asks for now. The settings a resumed
+    run may change (RESUME_MAY_CHANGE: folders, threads, workers; a sweep continued on another machine) may
+    differ: `execute_run` gives an unfinished run the sweep's values of them.
 
     Raises:
         LiberoError: naming the run directory and the first key that differs.
@@ -363,17 +365,40 @@ def check_existing(run: SweepRun) -> None:
     from omegaconf import OmegaConf
 
     from libero_ll.experiments.config import load_config
+    from libero_ll.experiments.lifelong import RESUME_MAY_CHANGE
 
     if not (run.run_dir / "config.yaml").exists():
         return
     stored = OmegaConf.to_container(load_config(run.run_dir / "config.yaml"), resolve=True)
     wanted = OmegaConf.to_container(run.cfg, resolve=True)
-    if stored != wanted:
-        key, have, want = first_difference(stored, wanted)
+    found = first_difference(stored, wanted, ignore=RESUME_MAY_CHANGE)
+    if found is not None:
+        key, have, want = found
         raise LiberoError(
             f"{run.run_dir} holds a run whose config differs from what the sweep asks for at {key} ({have!r} "
-            f"there, {want!r} now); restore the sweep file, or move that run directory away"
+            f"there, {want!r} now); restore the sweep file (and its overrides), or move that run directory away"
         )
+
+
+def _take_free_settings(run_dir: Path, cfg_container: dict) -> None:
+    """Write into an unfinished run's config.yaml the sweep's values of the settings a resume may change
+    (RESUME_MAY_CHANGE), so that the resumed run uses them (a new data.dir on another machine)."""
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.lifelong import RESUME_MAY_CHANGE
+    from libero_ll.paths import atomic_write_bytes
+
+    path = run_dir / "config.yaml"
+    stored = OmegaConf.load(path)
+    wanted = OmegaConf.create(cfg_container)
+    changed = False
+    for key in RESUME_MAY_CHANGE:
+        value = OmegaConf.select(wanted, key, default=None)
+        if OmegaConf.select(stored, key, default=None) != value:
+            OmegaConf.update(stored, key, value, force_add=True)
+            changed = True
+    if changed:
+        atomic_write_bytes(path, OmegaConf.to_yaml(stored).encode("utf-8"))
 
 
 def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
@@ -419,6 +444,7 @@ def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
             quiet = lambda line: None  # noqa: E731
             try:
                 if (run_dir / "config.yaml").exists():
+                    _take_free_settings(run_dir, cfg_container)
                     run_lifelong(load_config(run_dir / "config.yaml"), log=quiet, resume=run_dir)
                     return "resumed", time.time() - t0
                 cfg = OmegaConf.merge(OmegaConf.structured(ExperimentConfig), cfg_container)

@@ -142,6 +142,29 @@ def test_a_run_whose_config_changed_is_an_error_not_overwritten(tmp_path, capsys
     assert listed.startswith(f"differs   {run.run_dir}") and "1 started with another config" in listed
 
 
+def test_a_run_continued_elsewhere_may_change_its_folders_and_workers(tmp_path, capsys):
+    # A sweep continued with another data.dir (another machine), or its -o spelled otherwise, stopped at every
+    # run it had started ("restore the sweep file"), though `train --resume` allows these changes.
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.sweep import _take_free_settings, check_existing
+
+    path = write_sweep(tmp_path, "overrides: {train.epochs: 1}\n")
+    run = load_sweep(path, tmp_path / "out").runs[0]
+    run.run_dir.mkdir(parents=True)
+    started = OmegaConf.merge(run.cfg, {"data": {"dir": "/old/demos"}, "output_dir": "out", "eval": {"workers": 7}})
+    OmegaConf.save(started, run.run_dir / "config.yaml")
+    check_existing(run)  # no error
+    assert main(["sweep", str(path), "-o", str(tmp_path / "out"), "--list"]) == 0
+    assert "started with another config" not in capsys.readouterr().out
+    # Resumed by the sweep, the run takes the sweep's values of them; what it learns stays as it was.
+    _take_free_settings(run.run_dir, OmegaConf.to_container(run.cfg, resolve=True))
+    now = OmegaConf.load(run.run_dir / "config.yaml")
+    assert now.data.dir == run.cfg.data.dir and now.output_dir == run.cfg.output_dir
+    assert now.eval.workers == run.cfg.eval.workers and now.train.epochs == 1
+    assert OmegaConf.to_container(now, resolve=True) == OmegaConf.to_container(run.cfg, resolve=True)
+
+
 def test_a_report_folder_the_sweep_cannot_use_stops_it_before_any_run(tmp_path, capsys):
     # The sweep used to run every run first and fail only when writing its report at the end.
     path = write_sweep(tmp_path, "overrides: {train.epochs: 1}\n")
