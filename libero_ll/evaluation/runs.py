@@ -21,9 +21,9 @@ from libero_ll.errors import LiberoError, yaml_problem
 from libero_ll.evaluation.resources import RunResources, load_resources, run_data_sizes
 from libero_ll.evaluation.success import SuccessTensor
 
-# Learners whose memory holds training samples (counted by SSS rather than MS), for runs whose resources.json
-# does not say (made before it recorded the learner's `memory_is_samples`).
-REPLAY_LEARNERS = frozenset({"er"})
+# Learners whose memory holds training samples (counted by SSS rather than MS), whatever a run's resources.json
+# says (runs made before it recorded the learner's `memory_is_samples`, and MTL's made before MTL said so).
+REPLAY_LEARNERS = frozenset({"er", "mtl"})
 # A relative data.dir in a config is looked up from the current directory, then from the repository.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Written into a run directory by a sweep (libero_ll.experiments.sweep): its sweep, variant, seed, order and
@@ -122,7 +122,7 @@ class Run:
     @property
     def replay(self) -> bool:
         recorded = self.resources.memory_is_samples if self.resources is not None else None
-        return recorded if recorded is not None else self.learner in REPLAY_LEARNERS
+        return bool(recorded) or self.learner in REPLAY_LEARNERS
 
 
 class NotEvaluatedYet(LiberoError):

@@ -21,8 +21,11 @@ from libero_ll.learners.registry import register_learner
 class MTL(Learner):
     """Multitask learning on the shared loop: one stage of all tasks, plain optimisation steps.
 
-    The data of every task is kept in memory for the whole run; `memory_bytes` counts it.
+    The data of every task is kept in memory for the whole run; `memory_bytes` counts it, as stored samples
+    (SSS counts all of them: joint training stores every task's data).
     """
+
+    memory_is_samples = True
 
     def __init__(self, policy, train, options):
         super().__init__(policy, train, options)

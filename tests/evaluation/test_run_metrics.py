@@ -309,3 +309,21 @@ def test_a_mean_over_some_tasks_names_each_task_it_leaves_out(tmp_path):
     assert "1 of 3 tasks" in m["partial"]["FT"]
     assert "no single-task run learned task(s) c first" in m["partial"]["FT"]
     assert "the run recorded no training curve of task(s) b" in m["partial"]["FT"]
+
+
+def test_multitask_data_counts_as_stored_samples(tmp_path):
+    # MTL keeps every task's demos, yet its memory counted as model memory: SSS 1 (no sample stored), which lifted
+    # its CL_score above the learners that store a little. Runs that recorded memory_is_samples false included.
+    from libero_ll.learners.registry import LEARNERS
+
+    assert LEARNERS.get("mtl").memory_is_samples
+    data = dict(data_bytes=1000, data_windows=5)
+    entries = [{**e, "memory_bytes": 2000, **data} for e in RESOURCES]
+    run = make_run(tmp_path / "mtl", make_tensor(), learner="mtl", resources=entries)
+    text = json.loads((run / "resources.json").read_text())
+    (run / "resources.json").write_text(json.dumps({**text, "memory_is_samples": False}))
+    loaded = load_run(run)
+    assert loaded.replay
+    m = measure_run(loaded)
+    assert m["SSS"] == 0.0  # all of the run's data (2000 bytes) stored
+    assert m["MS"] == 1.0  # the model is its parameters alone
