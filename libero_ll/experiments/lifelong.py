@@ -245,8 +245,11 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         source = None
         if cfg.init_from and saved is None:
             source = _init_from_as_started(cfg, resume)
-            load_policy_weights(policy, source)
+            pretrained = load_checkpoint(source)
+            load_policy_weights(policy, source, pretrained)
             log(f"policy initialised from {source}")
+            for note in pretrained_look_notes(cfg, pretrained, source):
+                log(note)
         if resume is None:
             check_demo_keys(cfg, tasks, policy.image_keys + policy.lowdim_keys)
         run_dir = _open_run_dir(cfg, resume, log, run_dir, hold)
@@ -1134,6 +1137,24 @@ def demo_rate_notes(cfg, tasks: list[Path], rate: float) -> list[str]:
                          f"{rate:g} times a second: its delta actions move the hand about {rate / theirs:.3g} "
                          "times as fast as in the demos")
     return notes
+
+
+def pretrained_look_notes(cfg, ckpt, source: Path) -> list[str]:
+    """Notes on the scene settings (image size, robot meshes, shadows, reflections: `env.*`) that the pretrained
+    policy `ckpt` (read from `source`) was trained with and the run sets otherwise: the run starts from weights
+    made for other pictures, which may be meant, so it is a note. A checkpoint that records no config gets none."""
+    from omegaconf import OmegaConf
+
+    config = ckpt.get("config") if isinstance(ckpt, dict) else None
+    was = config.get("env") if isinstance(config, dict) else None
+    if not isinstance(was, dict):
+        return []
+    now = OmegaConf.to_container(cfg.env, resolve=True)
+    return [
+        f"note: the pretrained policy {source} was trained with env.{key}={_setting_text(was[key])}, this run "
+        f"renders with env.{key}={_setting_text(value)}: it starts from weights made for other pictures"
+        for key, value in now.items() if key in was and was[key] != value
+    ]
 
 
 def _collect_command(cfg, task: Path, more: str = "") -> str:

@@ -48,6 +48,7 @@ def test_init_from_starts_from_the_pretrained_policy(tmp_path, smoke_data, smoke
     lines = []
     fine_dir = run_lifelong(fine, log=lines.append, envs=smoke_envs)
     assert any(str(pre_dir / "final_policy.pt") in line for line in lines)
+    assert not any("note: the pretrained policy" in line for line in lines)  # the same pictures
     kept = torch.load(fine_dir / "checkpoints" / "task00_best.pt", weights_only=True)["policy"]
     assert kept.keys() == pretrained.keys() and all(torch.equal(kept[k], pretrained[k]) for k in kept)
     # The run's config keeps the glob (a sweep compares it, a report groups by it); the session records the file.
@@ -107,3 +108,22 @@ def test_init_from_other_architecture_or_missing_file_fails_clearly(tmp_path, sm
     assert main(args) == 2
     assert "nope.pt" in capsys.readouterr().err
     assert not runs.exists()
+
+
+def test_a_pretrained_policy_of_other_pictures_is_noted():
+    # It started from weights trained at 32 px with the collision hulls, fine-tuned at 64 px on the visual meshes,
+    # without a word (evaluate refuses the same mismatch).
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.lifelong import pretrained_look_notes
+
+    cfg = OmegaConf.create({"env": {"image_size": 64, "robot_mesh": "visual", "shadows": False, "new_key": 1}})
+    ckpt = {"policy": {}, "config": {"env": {"image_size": 32, "robot_mesh": "visual", "shadows": True}}}
+    notes = pretrained_look_notes(cfg, ckpt, Path("/pre/final_policy.pt"))
+    assert notes == [
+        "note: the pretrained policy /pre/final_policy.pt was trained with env.image_size=32, this run renders with "
+        "env.image_size=64: it starts from weights made for other pictures",
+        "note: the pretrained policy /pre/final_policy.pt was trained with env.shadows=true, this run renders with "
+        "env.shadows=false: it starts from weights made for other pictures",
+    ]
+    assert pretrained_look_notes(cfg, {"policy": {}}, Path("x.pt")) == []
