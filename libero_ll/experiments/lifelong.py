@@ -252,12 +252,15 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                 log(note)
         if resume is None:
             check_demo_keys(cfg, tasks, policy.image_keys + policy.lowdim_keys)
-        run_dir = _open_run_dir(cfg, resume, log, run_dir, hold)
+        plugins = plugin_files(cfg.plugins)
+        # The run's config.yaml and this session's entry, which names the pretrained file it loaded, are written
+        # together: a run stopped between the two would, resumed, pick its pretrained file anew (a glob).
+        with interrupts_held():
+            run_dir = _open_run_dir(cfg, resume, log, run_dir, hold)
+            # The sessions before this one.
+            sessions = record_session(run_dir, device, resumed=resume is not None, init_from=source, plugins=plugins)
         run_log.open(run_dir)
         keep_task_files(run_dir, tasks)
-        # The sessions before this one; this one's entry names the pretrained file it loaded.
-        plugins = plugin_files(cfg.plugins)
-        sessions = record_session(run_dir, device, resumed=resume is not None, init_from=source, plugins=plugins)
         if resume is not None:
             _data_dir_as_started(cfg, sessions, log)
             for change in changed_plugins(sessions[0].get("plugins") if sessions else None, plugins):

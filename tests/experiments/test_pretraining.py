@@ -127,3 +127,27 @@ def test_a_pretrained_policy_of_other_pictures_is_noted():
         "env.shadows=false: it starts from weights made for other pictures",
     ]
     assert pretrained_look_notes(cfg, {"policy": {}}, Path("x.pt")) == []
+
+
+def test_a_ctrl_c_as_the_run_directory_is_made_still_records_the_pretrained_file(tmp_path, smoke_data, smoke_envs,
+                                                                                 make_smoke_config):
+    # Stopped just after "run directory:", the run had its config.yaml but no environment.json, so a resume picked
+    # the newest file of its init_from glob, not the one it had loaded.
+    import signal
+
+    pre = make_smoke_config(tmp_path / "pre", smoke_data, *FAST, "learner.name=mtl", "train.epochs=1")
+    pre_dir = run_lifelong(pre, log=lambda s: None, envs=smoke_envs)
+    fine = make_smoke_config(tmp_path / "fine", smoke_data, *FAST, "learner.name=seql", "train.epochs=0",
+                             f"init_from={pre_dir.parent}/smoke_quickstart_mtl_*")
+    lines = []
+
+    def ctrl_c(line: str) -> None:
+        lines.append(line)
+        if line.startswith("run directory: "):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_lifelong(fine, log=ctrl_c, envs=smoke_envs)
+    run_dir = Path(next(line for line in lines if line.startswith("run directory: ")).split(": ", 1)[1])
+    sessions = json.loads((run_dir / "environment.json").read_text())["sessions"]
+    assert sessions[0]["init_from"] == str((pre_dir / "final_policy.pt").resolve())
