@@ -190,13 +190,22 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
                                   out, f"run {key}", check_init)
                 sweep.runs.append(SweepRun(key, label, variant, seed, k + 1 if len(run_orders) > 1 else None, cfg,
                                            out / key))
-    seen: set[str] = set()
+    seen: dict[str, SweepRun] = {}
     for r in sweep.runs:
-        if r.key in seen:
-            raise LiberoError(f"{path}: two runs would share the run directory {r.run_dir} (the same overrides, "
-                              "seed and order twice)")
-        seen.add(r.key)
+        other = seen.get(r.key)
+        if other is not None:
+            if (other.overrides, other.seed, other.order) == (r.overrides, r.seed, r.order):
+                why = "the same overrides, seed and order twice"
+            else:
+                why = (f"{_overrides_text(other.overrides)} and {_overrides_text(r.overrides)} differ only in characters "
+                       "a folder name cannot hold; give the values names that differ in letters or digits")
+            raise LiberoError(f"{path}: two runs would share the run directory {r.run_dir} ({why})")
+        seen[r.key] = r
     return sweep
+
+
+def _overrides_text(overrides) -> str:
+    return ", ".join(f"{k}={_label(v)}" for k, v in overrides) or "(no overrides)"
 
 
 def _settings(raw: dict, fail) -> tuple:

@@ -99,6 +99,9 @@ class SmokeTasks:
         ("task_orders: 3\n", "task_orders: 2 tasks have 2 orders, not 3"),
         ("task_orders: [[put_the_black_bowl_on_the_plate, nope]]\n", "task_orders[0]"),
         ("runs: [{train.epochs: 1}, {train.epochs: 1}]\n", "two runs would share the run directory"),
+        # Before: "(the same overrides, seed and order twice)", which they were not.
+        ("grid: {name: ['a b', 'a:b']}\n",
+         "(name=a b and name=a:b differ only in characters a folder name cannot hold"),
         ("overrides: [train.epochs]\n", "overrides: 'train.epochs': expected key=value"),
         ("resources: {cpus: 0}\n", "resources.cpus: expected a positive number"),
         ("grid: [1, 2\n", "not valid YAML"),
