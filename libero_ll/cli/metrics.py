@@ -75,7 +75,12 @@ def print_metrics(run_dir: Path, as_json: bool) -> None:
 
 
 def _number(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.3f}"
+    return "n/a" if math.isnan(value) else _signed(f"{value:.3f}")
+
+
+def _signed(text: str) -> str:
+    """A number's text without the minus of a value that rounds to zero ("-0.000" is "0.000")."""
+    return text.replace("-", " " if text.startswith(" ") else "", 1) if float(text) == 0 else text
 
 
 def _run_folder(path, option: str) -> None:
@@ -157,7 +162,7 @@ def print_all_metrics(
     print(f"method: suite {run.suite}, learner {run.learner}, policy {run.policy}, seed {run.seed}")
     for key, label, better in ALL_SCALARS:
         value = m[key]
-        text = f"{value:8.4f}" if not math.isnan(value) else "     n/a"
+        text = _signed(f"{value:8.4f}") if not math.isnan(value) else "     n/a"
         why = f"  (n/a: {m['not_recorded'][key]})" if key in m["not_recorded"] else ""
         if key in m.get("partial", {}):
             why = f"  ({m['partial'][key]})"
@@ -165,7 +170,7 @@ def print_all_metrics(
     print(f"  CL_score criteria used: {', '.join(m['CL_score_criteria']) or 'none'}")
     print("per task:     " + " ".join(f"{'T' + str(j + 1):>7}" for j in range(m["K"])))
     for key, label in PER_TASK:
-        cells = " ".join("    n/a" if math.isnan(v) else f"{v:7.3f}" for v in m[key])
+        cells = " ".join("    n/a" if math.isnan(v) else _signed(f"{v:7.3f}") for v in m[key])
         print(f"  {label:<12}{cells}")
 
 
