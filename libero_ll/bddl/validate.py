@@ -321,7 +321,7 @@ class _Validator:
                              f"within {MAX_YAW:g} of 0")
                     break
             else:
-                turn = [v for v in y if abs(float(v)) > 2 * math.pi + 1e-6]
+                turn = [v for v in y if abs(float(v)) > 2 * math.pi + 0.01]  # 6.2832 written for a full turn is one
                 if turn:
                     self.warn(at(f"yaw_rotation.{i}.0", region.loc),
                               f"{what} has yaw {float(turn[0]):g}, more than a full turn: yaws are in radians "
