@@ -90,6 +90,10 @@ def run_expert_episode(env: LiberoEnv, seed: int, max_steps: int, record: bool) 
     env.reset(seed=seed)
     init_state = env.get_state()
     obs = env.reset_to(init_state)
+    if env.check_goal():
+        # A demo would be one step of nothing; `libero-ll check --load` names the same task as broken.
+        raise LiberoError(f"the goal already holds when the scene is reset (seed {seed}): there is nothing to "
+                          "demonstrate; `libero-ll check --load` on the task file says so too")
     expert = ScriptedExpert(env, np.random.default_rng(seed))
     rec = new_record(init_state)
     success = False
@@ -275,7 +279,11 @@ def _run_units(units: list[tuple[_Job, int]], workers: int) -> Iterator[dict]:
     collector = _Collector()
     try:
         for job, index in units:
-            yield {**collector.run(job, index), "task": job.name}
+            try:
+                out = collector.run(job, index)
+            except LiberoError as e:  # named as the workers name it
+                raise LiberoError(f"task {job.name}, demo {index}: {e}") from None
+            yield {**out, "task": job.name}
     finally:
         collector.close()
 
@@ -307,12 +315,33 @@ def _settings(job: _Job) -> dict:
     }
 
 
-def _resume(job: _Job, overwrite: bool) -> dict[int, dict]:
-    """Open (or create) a task's partial folder and return the demo indices already settled there."""
+def _hold(partial: Path, locks: list[int]) -> None:
+    """Take the partial folder for this process (its descriptor appended to `locks`, closed by the caller when
+    the collection ends), or fail: another collection of the task into the same file is running, and the two
+    would take each other's demos and remove the folder under each other."""
+    import fcntl
+
+    partial.mkdir(parents=True, exist_ok=True)
+    fd = os.open(partial, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LiberoError(
+            f"{partial}: another collection of this task into the same file is running; wait for it to end (or "
+            "stop it), then run this one again"
+        ) from None
+    locks.append(fd)
+
+
+def _resume(job: _Job, overwrite: bool, locks: list[int]) -> dict[int, dict]:
+    """Open (or create) a task's partial folder, held for this process, and return the demo indices already
+    settled there (made with the same settings)."""
     partial = Path(job.partial)
     settings_file = partial / "collection.json"
     settings = json.loads(json.dumps(_settings(job)))
-    if partial.is_dir() and settings_file.is_file():
+    _hold(partial, locks)
+    if settings_file.is_file():
         try:
             before = json.loads(settings_file.read_text())
         except (OSError, json.JSONDecodeError):
@@ -331,8 +360,7 @@ def _resume(job: _Job, overwrite: bool) -> dict[int, dict]:
                     "there; run it with its own settings to finish it, or pass --overwrite (overwrite=True in "
                     "Python) to discard it, or delete the folder"
                 )
-            shutil.rmtree(partial)
-    partial.mkdir(parents=True, exist_ok=True)
+            _empty(partial)  # the folder itself stays: it is what this process holds
     if not settings_file.is_file():
         _atomic_write_text(settings_file, json.dumps(settings, indent=1, sort_keys=True))
     # Temporary files of a write that was killed halfway.
@@ -346,16 +374,38 @@ def _resume(job: _Job, overwrite: bool) -> dict[int, dict]:
         index = int(stem[5:])
         try:
             if suffix == ".hdf5":
-                stats = read_info(path).stats
+                info = read_info(path)
+                if not _made_as(info, job):
+                    raise ValueError("a demo made with other settings")
+                stats = info.stats
                 attempts, length = int(stats["attempts"]), int(stats["length_max"])
                 settled[index] = {"kept": True, "attempts": attempts, "length": length}
             elif suffix == ".failed":
                 attempts = int(json.loads(path.read_text())["attempts"])
                 settled[index] = {"kept": False, "attempts": attempts, "length": 0}
         except (LiberoError, KeyError, ValueError, TypeError, OSError):
-            # Unreadable (a disk that filled up, a machine that crashed mid-write): settle it again.
+            # Unreadable (a disk that filled up, a machine that crashed mid-write), or made with other settings
+            # (a folder whose collection.json was lost): settle it again.
             path.unlink(missing_ok=True)
     return settled
+
+
+def _made_as(info, job: _Job) -> bool:
+    """Whether a per-demo file was written by a collection of `job`'s task with its expert and scene settings
+    (each file holds them, as the task's file will)."""
+    header = job.header()
+    args = info.env_args if isinstance(info.env_args, dict) else {}
+    return (info.generator == header["generator"] and info.bddl_file_content == header["bddl_file_content"]
+            and args.get("env_kwargs") == json.loads(json.dumps(job.env_kwargs)))
+
+
+def _empty(folder: Path) -> None:
+    """Remove what `folder` holds, keeping the folder."""
+    for path in folder.iterdir():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def _finish(run: _TaskRun) -> CollectStats:
@@ -386,6 +436,9 @@ def _finish(run: _TaskRun) -> CollectStats:
             )
         path = run.out_path
         # Only once the complete file is in place: the per-demo files are its only other copy.
+        shutil.rmtree(job.partial)
+    elif job.partial is not None:
+        # Every index failed: nothing to keep, and the next run (with a larger cap, say) tries them again.
         shutil.rmtree(job.partial)
     return CollectStats(
         task=job.name,
@@ -452,6 +505,7 @@ def collect(
         raise LiberoError(f"two tasks of one collection have the same name: {', '.join(twice)}")
     runs: list[_TaskRun | CollectStats] = []
     made: list[Path] = []  # folders this call creates (partial folders and the folders above them)
+    locks: list[int] = []  # the partial folders this call holds (two collections of one task cannot mix)
     try:
         for task_file, out_path in tasks:
             task_file = Path(task_file)
@@ -462,8 +516,13 @@ def collect(
             name = task_file.stem
             dry = out_path is None
             if not dry and Path(out_path).exists() and not overwrite:
-                info = read_info(out_path)
-                runs.append(CollectStats(name, info.num_demos, 0, 0.0, 0.0, path=Path(out_path), skipped=True))
+                # Kept as it is, readable or not: the caller says what it holds (`libero-ll collect` names one
+                # that cannot be read), and the other tasks are collected.
+                try:
+                    held = read_info(out_path).num_demos
+                except LiberoError:
+                    held = 0
+                runs.append(CollectStats(name, held, 0, 0.0, 0.0, path=Path(out_path), skipped=True))
                 continue
             job = _Job(
                 task_file=str(task_file),
@@ -480,7 +539,7 @@ def collect(
             if not dry:
                 partial = Path(job.partial)
                 made.extend(p for p in (partial, *partial.parents) if not p.exists())
-            settled = {} if dry else _resume(job, overwrite)
+            settled = {} if dry else _resume(job, overwrite, locks)
             settled = {i: s for i, s in settled.items() if i < num_demos}
             runs.append(
                 _TaskRun(job, None if dry else Path(out_path), num_demos,
@@ -512,6 +571,9 @@ def collect(
         # no folder behind that holds none.
         _remove_unsettled(runs, made)
         raise
+    finally:
+        for fd in locks:
+            os.close(fd)
 
 
 def _settles_something(partial: Path) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes.util
 import logging
 import os
+import sys
 import warnings
 
 from libero_ll.errors import LiberoError
@@ -15,6 +16,12 @@ from libero_ll.errors import LiberoError
 _LIBS = {"osmesa": ("OSMesa",), "egl": ("EGL",)}
 _DEBIAN = "libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6"
 _NVIDIA_DRIVER = "/proc/driver/nvidia"
+# What MuJoCo's MUJOCO_GL takes.
+MUJOCO_BACKENDS = ("egl", "osmesa", "glfw", "disable", "disabled", "off", "false", "0")
+# Set when mujoco was imported before a backend could be chosen (a script importing mujoco or robosuite first).
+IMPORTED_BEFORE = False
+# The backend chosen here or set by the user (robosuite may change MUJOCO_GL later), for error messages.
+CHOSEN: str | None = None
 _NVIDIA_EGL = "EGL_nvidia"
 
 
@@ -32,8 +39,16 @@ def ensure_gl_backend() -> str:
     Returns:
         The backend name ("osmesa", "egl", or the user's choice).
     """
+    global IMPORTED_BEFORE, CHOSEN
     chosen = os.environ.get("MUJOCO_GL")
+    CHOSEN = chosen
+    if "mujoco" in sys.modules and not chosen:
+        # MuJoCo picked its backend as it was imported (GLFW, which needs a display): too late to choose one.
+        IMPORTED_BEFORE = True
     if chosen:
+        if chosen.lower() not in MUJOCO_BACKENDS:
+            raise LiberoError(f"MUJOCO_GL={chosen} is not a backend MuJoCo knows ({', '.join(MUJOCO_BACKENDS)}); "
+                              "without a display use egl or osmesa, or unset it to let libero_ll choose")
         if chosen in _LIBS:
             os.environ.setdefault("PYOPENGL_PLATFORM", chosen)
         return chosen
@@ -42,6 +57,7 @@ def ensure_gl_backend() -> str:
         if all(ctypes.util.find_library(lib) for lib in _LIBS[name]):
             os.environ["MUJOCO_GL"] = name
             os.environ.setdefault("PYOPENGL_PLATFORM", name)
+            CHOSEN = name
             return name
     raise LiberoError(
         "no headless OpenGL library found (need OSMesa or EGL); on Debian/Ubuntu install: "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -143,12 +144,28 @@ def _make_renderer(context, size: int):
         renderer.close()
         if not isinstance(e, mujoco.FatalError):
             raise
+        if "framebuffer" not in str(e).lower():
+            raise RenderError(gl_start_error(str(e).strip())) from None
         width, height = context.vis.global_.offwidth, context.vis.global_.offheight
         raise RenderError(
             f"cannot draw {size}x{size} pixel pictures: the GL library refused the {width}x{height} "
             f"offscreen buffer they need ({str(e).strip()}); use a smaller image size"
         ) from None
     return renderer
+
+
+def gl_start_error(why: str) -> str:
+    """What to say when MuJoCo's GL context cannot start: which backend was used, and why it may have failed."""
+    from libero_ll.envs import gl
+
+    backend = "MuJoCo's default (glfw)" if gl.IMPORTED_BEFORE else gl.CHOSEN or os.environ.get("MUJOCO_GL") or "glfw"
+    text = f"the OpenGL backend {backend} could not start ({why})"
+    if gl.IMPORTED_BEFORE:
+        return (text + ": mujoco (or robosuite) was imported before libero_ll could choose a headless backend; "
+                "import libero_ll first, or set MUJOCO_GL=egl or MUJOCO_GL=osmesa before starting Python")
+    if backend == "glfw":
+        return text + ": glfw needs a display; without one set MUJOCO_GL=egl or MUJOCO_GL=osmesa (or leave it unset)"
+    return text + f"; check that the {backend} libraries are installed (`make setup`)"
 
 
 def _concave_drawn_hulls(model) -> list[int]:

@@ -65,3 +65,32 @@ def test_robosuite_source_warnings_are_kept_off_the_console(tmp_path):
         compile(source, str(tmp_path / "site" / "robosuite" / "__init__.py"), "exec")
         compile(source, str(tmp_path / "site" / "ours" / "__init__.py"), "exec")
     assert [(w.category, os.path.basename(os.path.dirname(w.filename))) for w in caught] == [(category, "ours")]
+
+
+def test_an_unknown_backend_is_named(machine, monkeypatch):
+    # It was a RuntimeError traceback from MuJoCo's import.
+    monkeypatch.setenv("MUJOCO_GL", "bogus")
+    with pytest.raises(LiberoError, match="MUJOCO_GL=bogus is not a backend MuJoCo knows"):
+        gl.ensure_gl_backend()
+
+
+@pytest.mark.parametrize("setting, said", [
+    # A script that imports mujoco first: MuJoCo took GLFW as it was imported.
+    ("import mujoco", "mujoco (or robosuite) was imported before libero_ll could choose a headless backend"),
+    ("os.environ['MUJOCO_GL'] = 'glfw'", "the OpenGL backend glfw could not start"),
+])
+def test_a_backend_that_cannot_start_says_why_not_to_shrink_the_images(setting, said):
+    # Both said "the GL library refused the 640x480 offscreen buffer ...; use a smaller image size".
+    import subprocess
+    from pathlib import Path
+
+    task = Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_black_bowl_on_the_plate.bddl"
+    code = (f"import os\n{setting}\nfrom libero_ll.envs.env import EnvConfig, LiberoEnv\n"
+            "from libero_ll.errors import LiberoError\n"
+            "try:\n"
+            f"    LiberoEnv({str(task)!r}, EnvConfig(image_size=16)).reset(seed=0)\n"
+            "except LiberoError as e:\n"
+            "    print('ERROR', e)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stdout
+    assert "ERROR" in out and said in out and "smaller image size" not in out, out
