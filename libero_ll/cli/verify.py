@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from libero_ll.errors import LiberoError
 
 
@@ -14,9 +16,14 @@ def cmd_verify(args) -> int:
         raise LiberoError(f"--tolerance must be a number >= 0, got {tolerance}")
     if args.max_demos is not None and args.max_demos < 1:
         raise LiberoError(f"--max-demos must be at least 1, got {args.max_demos}")
-    # Every file is opened before any replay, so that a typo fails at once.
+    # Every file is opened before any replay, so that a typo fails at once; a file that is there but cannot be
+    # read (damaged) is a failed file below, and the others are verified.
     for path in args.files:
-        read_info(path)
+        try:
+            read_info(path)
+        except LiberoError:
+            if not Path(path).is_file():
+                raise
     failed: list[str] = []
     total = bad_demos = 0
     worst = 0.0

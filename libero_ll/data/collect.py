@@ -515,6 +515,8 @@ def collect(
             spec = load_task(task_file)
             name = task_file.stem
             dry = out_path is None
+            if not dry and Path(out_path).is_dir():
+                raise LiberoError(f"{out_path} is a folder: the demo file of {name} cannot be written there")
             if not dry and Path(out_path).exists() and not overwrite:
                 # Kept as it is, readable or not: the caller says what it holds (`libero-ll collect` names one
                 # that cannot be read), and the other tasks are collected.

@@ -6,6 +6,7 @@ dataset-level attributes that say where the demos came from and how images are o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -391,6 +392,13 @@ class DemoWriter:
                 raise ValueError(f"demo obs/{key} must be uint8 (T, H, W, 3), got {np.asarray(arr).dtype}")
 
         index = self._num_demos
+        with self._writing():
+            self._add(demo, index, actions, states, robot_states)
+        self._count(T)
+        return index
+
+    def _add(self, demo: Demo, index: int, actions, states, robot_states) -> None:
+        T = len(actions)
         grp = self._file["data"].create_group(f"demo_{index}")
         grp.attrs["num_samples"] = T
         grp.attrs["init_state"] = np.asarray(demo.init_state, dtype=np.float64)
@@ -414,8 +422,6 @@ class DemoWriter:
                 )
             else:
                 obs_grp.create_dataset(key, data=arr)
-        self._count(T)
-        return index
 
     def copy_demo(self, path: str | os.PathLike, name: str = "demo_0") -> int:
         """Copy demo group ``data/<name>`` of another demo file in as the next ``data/demo_<i>``; return i.
@@ -437,7 +443,8 @@ class DemoWriter:
             grp = src["data"][name]
             T = int(grp.attrs.get("num_samples", len(grp["actions"])))
             index = self._num_demos
-            src.copy(grp, self._file["data"], name=f"demo_{index}")
+            with self._writing():
+                src.copy(grp, self._file["data"], name=f"demo_{index}")
         self._count(T)
         return index
 
@@ -464,35 +471,60 @@ class DemoWriter:
         if self._file is None:
             return
         try:
-            data = self._file["data"]
-            data.attrs["num_demos"] = self._num_demos
-            data.attrs["total"] = self._total
-            data.attrs["image_convention"] = IMAGE_CONVENTION
-            if self._lengths:
-                lengths = np.asarray(self._lengths, dtype=np.int64)
-                data.attrs["demo_lengths"] = lengths
-                data.attrs["length_mean"] = float(lengths.mean())
-                data.attrs["length_min"] = int(lengths.min())
-                data.attrs["length_max"] = int(lengths.max())
-            self._file.close()
-            self._file = None
+            with self._writing():
+                self._write_totals()
             # mkstemp made the temporary file private (0600); the dataset gets the usual permissions.
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(self._tmp_path, 0o666 & ~umask)
-            os.replace(self._tmp_path, self.path)
+            try:
+                os.replace(self._tmp_path, self.path)
+            except IsADirectoryError:
+                raise LiberoError(f"{self.path} is a folder: the demo file cannot take its place") from None
         except BaseException:
             self.abort()
             raise
+
+    def _write_totals(self) -> None:
+        """The totals and length statistics on ``data/``, then the file closed."""
+        data = self._file["data"]
+        data.attrs["num_demos"] = self._num_demos
+        data.attrs["total"] = self._total
+        data.attrs["image_convention"] = IMAGE_CONVENTION
+        if self._lengths:
+            lengths = np.asarray(self._lengths, dtype=np.int64)
+            data.attrs["demo_lengths"] = lengths
+            data.attrs["length_mean"] = float(lengths.mean())
+            data.attrs["length_min"] = int(lengths.min())
+            data.attrs["length_max"] = int(lengths.max())
+        # Closing writes what HDF5 still holds; a close that fails (a full disk) is not tried again by abort().
+        f, self._file = self._file, None
+        f.close()
 
     def abort(self) -> None:
         """Discard everything written; a file already at ``path`` is left as it was."""
         if self._file is not None:
             try:
                 self._file.close()
+            except Exception:  # noqa: BLE001 - a file that cannot even close (a full disk) is deleted all the same
+                pass
             finally:
                 self._file = None
         self._tmp_path.unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """Turn a failed write (a full disk, a file size limit: h5py raises OSError or RuntimeError) into a
+        LiberoError naming the file, the temporary file discarded."""
+        try:
+            yield
+        except (OSError, RuntimeError) as e:
+            self.abort()
+            # HDF5's text holds the system's own words ("error message = 'File too large'") after a time stamp.
+            said = re.search(r"error message = '([^']*)'", str(e))
+            why = said.group(1) if said else str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise LiberoError(f"cannot write the demo file {self.path} ({why}): a full disk or a file size limit? "
+                              "The file is not written") from None
 
 
 def _open(path: str | os.PathLike) -> h5py.File:

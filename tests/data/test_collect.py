@@ -99,7 +99,8 @@ def test_a_collection_that_fails_before_any_demo_leaves_nothing(bowl_task, colle
     out = tmp_path / "new" / "demos"
     assert main([*collect_args, "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
-        "error: cannot draw 20000x20000 pixel pictures: the GL library refused the offscreen buffer\n")
+        "error: task put_the_black_bowl_on_the_plate, demo 0: cannot draw 20000x20000 pixel pictures: the GL "
+        "library refused the offscreen buffer\n")
     assert list(tmp_path.iterdir()) == []
     # A folder that was there before stays, empty.
     (tmp_path / "mine").mkdir()
@@ -159,6 +160,12 @@ def test_demo_that_fails_every_attempt_is_reported_and_no_empty_file_is_written(
     assert f"warning: {bowl_task.stem}: demo indices 0 failed all 2 attempts" in out
     assert f"error: no demo kept for {bowl_task.stem}" in out
     assert not (tmp_path / f"{bowl_task.stem}.hdf5").exists()
+    # Nothing is left to resume: the folder of its failed indices went with it, and the same command tries again
+    # (it said "1 resumed" and tried nothing, and a larger cap was refused as "other settings").
+    assert list(tmp_path.iterdir()) == []
+    assert main(args) == 1
+    again = capsys.readouterr().out
+    assert "0/1 demos kept" in again and "resumed" not in again
 
 
 def test_existing_file_is_kept_unless_overwrite(reference_demos, collect_args, tmp_path, capsys):
@@ -281,3 +288,86 @@ def test_the_experts_default_cap_is_the_evaluation_cap():
     from libero_ll.experiments.config import DataConfig, EvalConfig
 
     assert EXPERT_MAX_STEPS == DataConfig().expert_max_steps == EvalConfig().max_steps == 600
+
+
+def test_two_collections_of_one_task_into_one_file_cannot_run_at_once(bowl_task, small_env_config, tmp_path):
+    # They took each other's demos and removed the folder under each other: one failed, and a later run adopted
+    # a demo of the other's settings (32 px pictures in a file of 64).
+    import fcntl
+
+    path = tmp_path / f"{bowl_task.stem}.hdf5"
+    partial = Path(str(path) + PARTIAL_SUFFIX)
+    partial.mkdir()
+    fd = os.open(partial, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as a running collection holds it
+        with pytest.raises(LiberoError, match="another collection of this task into the same file is running"):
+            collect([(bowl_task, path)], 1, env_config=small_env_config, max_steps=MAX_STEPS)
+    finally:
+        os.close(fd)
+    assert not path.exists()
+
+
+def test_a_demo_of_other_settings_in_the_folder_is_collected_again(reference_demos, bowl_task, tmp_path):
+    # A per-demo file whose folder had lost its collection.json was adopted whatever it held.
+    from libero_ll.data.hdf5 import DemoWriter
+    from libero_ll.envs.env import EnvConfig
+
+    ref, _ = reference_demos
+    info = read_info(ref)
+    path = tmp_path / ref.name
+    partial = Path(str(path) + PARTIAL_SUFFIX)
+    with DemoWriter(partial / "demo_0.hdf5", env_name=info.env_name, problem_info=info.problem_info,
+                    bddl_file_name=info.bddl_file_name, bddl_file_content=info.bddl_file_content,
+                    env_args=info.env_args, generator=info.generator) as w:
+        w.copy_demo(ref)  # a demo of 32 px
+        w.set_attrs({"demo_index": 0, "attempts": 1})
+    [stats] = collect([(bowl_task, path)], 1, env_config=EnvConfig(image_size=24, robot_mesh="collision"),
+                      max_steps=MAX_STEPS)
+    assert stats.kept == 1 and stats.resumed == 0
+    assert read_demos(path)[0].obs["agentview_rgb"].shape[1:3] == (24, 24)
+
+
+def test_an_unreadable_file_is_named_and_the_other_tasks_collected(bowl_task, tmp_path, capsys):
+    # Collecting a suite stopped at the first unreadable file, before any task, without a word of --overwrite.
+    soup = bowl_task.parent / "put_the_alphabet_soup_in_the_basket.bddl"
+    (tmp_path / f"{bowl_task.stem}.hdf5").write_text("junk")
+    args = ["collect", "--suite", "quickstart", "--tasks", bowl_task.stem, soup.stem, "--demos", "1",
+            "--image-size", "16", "--robot-mesh", "collision", "--max-steps", "300", "--out", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "exists but cannot be read" in out and "skipped (--overwrite to redo)" in out
+    assert read_info(tmp_path / f"{soup.stem}.hdf5").num_demos == 1
+    assert (tmp_path / f"{bowl_task.stem}.hdf5").read_text() == "junk"
+
+
+def test_a_task_whose_goal_holds_at_the_start_is_refused(bowl_task, tmp_path, capsys):
+    # It wrote one-step "demos" that replayed as successes.
+    text = bowl_task.read_text()
+    goal = text[text.index("(:goal"):]
+    broken = tmp_path / "already.bddl"
+    broken.write_text(text.replace(goal, "(:goal (And (On plate_1 main_table_plate_init_region)))\n)\n"))
+    args = ["collect", "--task", str(broken), "--demos", "1", "--image-size", "16", "--robot-mesh", "collision",
+            "--out", str(tmp_path / "out")]
+    assert main(args) == 2
+    assert "the goal already holds when the scene is reset" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "already.hdf5").exists()
+
+
+def test_a_write_that_fails_is_named_and_leaves_no_temporary_file(bowl_task, tmp_path):
+    # A full disk (here a file size limit) gave two chained RuntimeError tracebacks and left the .tmp file.
+    code = f"""
+import resource
+from libero_ll.cli import main
+resource.setrlimit(resource.RLIMIT_FSIZE, (600_000, 600_000))
+print("rc", main(["collect", "--task", {str(bowl_task)!r}, "--demos", "3", "--image-size", "32", "--max-steps", "300",
+                  "--robot-mesh", "collision", "--out", {str(tmp_path)!r}]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "rc 2" in out.stdout and "Traceback" not in out.stderr, out
+    assert (f"error: cannot write the demo file {tmp_path / bowl_task.stem}.hdf5 (File too large): a full disk or a "
+            "file size limit? The file is not written") in out.stderr
+    # The settled demos stay for the next run; no temporary file is left beside them.
+    assert [p.name for p in tmp_path.iterdir()] == [f"{bowl_task.stem}.hdf5{PARTIAL_SUFFIX}"]
+    assert sorted(p.name for p in (tmp_path / f"{bowl_task.stem}.hdf5{PARTIAL_SUFFIX}").iterdir()) == [
+        "collection.json", "demo_0.hdf5", "demo_1.hdf5", "demo_2.hdf5"]

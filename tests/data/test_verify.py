@@ -50,12 +50,17 @@ def test_missing_and_corrupt_files_are_clean_errors(tmp_path, capsys):
     assert main(["verify", str(missing)]) == 2
     assert f"error: demo file {missing} does not exist" in capsys.readouterr().err
 
+    # A damaged file is a failed file, named with why; before, one stopped the command before any replay.
     corrupt = tmp_path / "corrupt.hdf5"
     corrupt.write_bytes(b"\x89HDF\r\n\x1a\n" + b"garbage" * 100)
-    assert main(["verify", str(corrupt)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"error: demo file {corrupt} is not a readable HDF5 file")
-    assert "Traceback" not in err
+    assert main(["verify", str(corrupt)]) == 1
+    captured = capsys.readouterr()
+    assert f"FAILED: demo file {corrupt} is not a readable HDF5 file" in captured.out
+    assert captured.out.strip().splitlines()[-1] == f"failed: {corrupt} (cannot be replayed)"
+    assert "Traceback" not in captured.err
+    # A missing one beside it still fails at once (a typo), before any replay.
+    assert main(["verify", str(corrupt), str(missing)]) == 2
+    assert f"error: demo file {missing} does not exist" in capsys.readouterr().err
 
     no_task = tmp_path / "no_task.hdf5"
     with h5py.File(no_task, "w") as f:
