@@ -315,32 +315,49 @@ def _settings(job: _Job) -> dict:
     }
 
 
-def _hold(partial: Path, locks: list[int]) -> None:
+def _hold(partial: Path, locks: list[int], wait: Callable[[Path], None] | None) -> bool:
     """Take the partial folder for this process (its descriptor appended to `locks`, closed by the caller when
-    the collection ends), or fail: another collection of the task into the same file is running, and the two
-    would take each other's demos and remove the folder under each other."""
+    the collection ends). Another collection of the task into the same file may hold it (the two would take each
+    other's demos and remove the folder under each other): without `wait` that is an error; with it, this one
+    waits for the other to end, and False says that the other finished the task (its folder is gone)."""
     import fcntl
 
-    partial.mkdir(parents=True, exist_ok=True)
-    fd = os.open(partial, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise LiberoError(
-            f"{partial}: another collection of this task into the same file is running; wait for it to end (or "
-            "stop it), then run this one again"
-        ) from None
-    locks.append(fd)
+    while True:
+        partial.mkdir(parents=True, exist_ok=True)
+        fd = os.open(partial, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if wait is None:
+                os.close(fd)
+                raise LiberoError(
+                    f"{partial}: another collection of this task into the same file is running; wait for it to end "
+                    "(or stop it), then run this one again"
+                ) from None
+            wait(partial)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(partial))
+            except FileNotFoundError:
+                same = False
+            if not same:  # the other ended and removed the folder: done, or to be started again
+                os.close(fd)
+                if Path(str(partial)[: -len(PARTIAL_SUFFIX)]).is_file():
+                    return False
+                continue
+        locks.append(fd)
+        return True
 
 
-def _resume(job: _Job, overwrite: bool, locks: list[int]) -> dict[int, dict]:
+def _resume(job: _Job, overwrite: bool, locks: list[int],
+            wait: Callable[[Path], None] | None = None) -> dict[int, dict] | None:
     """Open (or create) a task's partial folder, held for this process, and return the demo indices already
-    settled there (made with the same settings)."""
+    settled there (made with the same settings); None when another process, waited for, wrote the task's file."""
     partial = Path(job.partial)
     settings_file = partial / "collection.json"
     settings = json.loads(json.dumps(_settings(job)))
-    _hold(partial, locks)
+    if not _hold(partial, locks, wait):
+        return None
     if settings_file.is_file():
         try:
             before = json.loads(settings_file.read_text())
@@ -466,6 +483,7 @@ def collect(
     overwrite: bool = False,
     compression: str | None = "gzip",
     progress: Callable[[str, int, int], None] | None = None,
+    wait: Callable[[Path], None] | None = None,
 ) -> list[CollectStats]:
     """Collect `num_demos` successful expert demos of each task, resumably, in `workers` processes.
 
@@ -485,6 +503,9 @@ def collect(
         compression: image and state compression, see DemoWriter.
         progress: optional callable(task name, settled demo indices, requested) called as indices
             settle (also once at the start for indices resumed from an interrupted run).
+        wait: with it, a task that another collection (another process) is collecting into the same file is
+            waited for, `wait(partial folder)` called once as the wait begins, and then kept as that collection
+            wrote it; without it, such a task is an error.
     Returns:
         One CollectStats per task, in the order given.
     Raises:
@@ -541,7 +562,11 @@ def collect(
             if not dry:
                 partial = Path(job.partial)
                 made.extend(p for p in (partial, *partial.parents) if not p.exists())
-            settled = {} if dry else _resume(job, overwrite, locks)
+            settled = {} if dry else _resume(job, overwrite, locks, wait)
+            if settled is None:  # another process collected the task while this one waited
+                held = read_info(out_path).num_demos if Path(out_path).is_file() else 0
+                runs.append(CollectStats(name, held, 0, 0.0, 0.0, path=Path(out_path), skipped=True))
+                continue
             settled = {i: s for i, s in settled.items() if i < num_demos}
             runs.append(
                 _TaskRun(job, None if dry else Path(out_path), num_demos,

@@ -956,8 +956,13 @@ def collect_missing_demos(cfg, tasks: list[Path], env_cfg, log: Callable[[str], 
             missing, int(cfg.data.demos_per_task), int(cfg.data.collect_seed), env_cfg,
             max_steps=int(cfg.data.expert_max_steps),
             workers=resolve_workers(int(cfg.data.collect_workers), len(missing) * int(cfg.data.demos_per_task)),
+            # Another run on the same data.dir collecting the same task: its demos are waited for, then used.
+            wait=lambda partial: log(f"waiting for another process collecting into {partial}"),
         )
         for s in stats:
+            if s.skipped:
+                log(f"{s.path}: collected by another process meanwhile ({s.kept} demos)")
+                continue
             log(f"collected {s.kept} demos of {s.task} (expert success {s.success_rate:.0%}, "
                 f"mean length {s.mean_length:.0f})")
             if s.path is None or not Path(s.path).exists():

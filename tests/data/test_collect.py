@@ -371,3 +371,33 @@ print("rc", main(["collect", "--task", {str(bowl_task)!r}, "--demos", "3", "--im
     assert [p.name for p in tmp_path.iterdir()] == [f"{bowl_task.stem}.hdf5{PARTIAL_SUFFIX}"]
     assert sorted(p.name for p in (tmp_path / f"{bowl_task.stem}.hdf5{PARTIAL_SUFFIX}").iterdir()) == [
         "collection.json", "demo_0.hdf5", "demo_1.hdf5", "demo_2.hdf5"]
+
+
+def test_a_run_waits_for_another_collecting_the_same_task_and_takes_its_file(reference_demos, bowl_task,
+                                                                             small_env_config, tmp_path):
+    # What `train` does when another run on the same data folder is collecting the same task.
+    import fcntl
+    import threading
+
+    ref, _ = reference_demos
+    path = tmp_path / ref.name
+    partial = Path(str(path) + PARTIAL_SUFFIX)
+    partial.mkdir()
+    fd = os.open(partial, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the other collection
+    waiting, result = threading.Event(), {}
+
+    def run():
+        result["stats"] = collect([(bowl_task, path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS,
+                                  wait=lambda folder: waiting.set())
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert waiting.wait(60)
+    shutil.copy(ref, path)  # the other one finishes: its file in place, its folder removed
+    shutil.rmtree(partial)
+    os.close(fd)
+    thread.join(60)
+    [stats] = result["stats"]
+    assert stats.skipped and stats.kept == NUM_DEMOS and stats.path == path
+    assert path.read_bytes() == ref.read_bytes() and not partial.exists()
