@@ -44,7 +44,8 @@ demo: setup
 	$(PY) scripts/quickstart.py
 
 # Two test processes, each taking whole files (a file's fixtures are built once): on 2 cores the default
-# run took 10.1 minutes against 14.1 in one process. TEST_WORKERS=0 runs them in this process.
+# run took 10.1 minutes against 14.1 in one process on an older machine, 6 to 6.5 minutes on a later AMD EPYC.
+# TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
 test: setup lint
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile

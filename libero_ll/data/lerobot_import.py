@@ -429,7 +429,7 @@ def _check_frame_rate(fps, root: Path) -> None:
     if theirs != ours:
         warnings.warn(
             f"{root}: recorded at {fps:g} frames per second, where the simulator's policy steps at {ours} Hz "
-            f"(env.control_freq): its delta actions, taken {ours} times a second, move the hand about "
+            f"(EnvConfig.control_freq): its delta actions, taken {ours} times a second, move the hand about "
             f"{ours / theirs:.3g} times as fast as in the demos; they are imported as they are",
             FrameRateWarning, stacklevel=3)
 
