@@ -35,6 +35,8 @@ EXPERT_MAX_STEPS = 600
 MAX_ATTEMPTS = 5
 # Suffix of the folder beside a task's file that holds its settled demo indices until it is complete.
 PARTIAL_SUFFIX = ".partial"
+# In a partial folder: the process id of the collection holding it.
+HOLDER_FILE = ".holder"
 # Bumped when the per-demo files change, so that an old unfinished collection is not mixed in.
 PARTIAL_FORMAT = 1
 
@@ -328,6 +330,14 @@ def _hold(partial: Path, locks: list[int], wait: Callable[[Path], None] | None) 
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if _holder(partial) == os.getppid():
+                os.close(fd)
+                # Waiting would never end: the holder waits for this process's demos.
+                raise LiberoError(
+                    f"{partial}: this process was started by the collection that holds the folder: a script that "
+                    "collects demos (or trains) must start its work under `if __name__ == '__main__':`, since the "
+                    "collection's worker processes import the script again"
+                ) from None
             if wait is None:
                 os.close(fd)
                 raise LiberoError(
@@ -346,7 +356,16 @@ def _hold(partial: Path, locks: list[int], wait: Callable[[Path], None] | None) 
                     return False
                 continue
         locks.append(fd)
+        _atomic_write_text(partial / HOLDER_FILE, str(os.getpid()))
         return True
+
+
+def _holder(partial: Path) -> int | None:
+    """The process id of the collection holding `partial`, as it wrote it; None when unknown."""
+    try:
+        return int((partial / HOLDER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _resume(job: _Job, overwrite: bool, locks: list[int],
@@ -417,8 +436,10 @@ def _made_as(info, job: _Job) -> bool:
 
 
 def _empty(folder: Path) -> None:
-    """Remove what `folder` holds, keeping the folder."""
+    """Remove what `folder` holds but its holder's id, keeping the folder."""
     for path in folder.iterdir():
+        if path.name == HOLDER_FILE:
+            continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         else:

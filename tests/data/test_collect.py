@@ -401,3 +401,19 @@ def test_a_run_waits_for_another_collecting_the_same_task_and_takes_its_file(ref
     [stats] = result["stats"]
     assert stats.skipped and stats.kept == NUM_DEMOS and stats.path == path
     assert path.read_bytes() == ref.read_bytes() and not partial.exists()
+
+
+def test_a_script_without_a_main_guard_is_told_not_left_waiting(bowl_task, tmp_path):
+    # Its worker processes ran the script again and waited for the folder their own parent held: a hang.
+    script = tmp_path / "unguarded.py"
+    script.write_text(f"""
+from libero_ll.data.collect import collect
+from libero_ll.envs.env import EnvConfig
+collect([({str(bowl_task)!r}, {str(tmp_path / 'demos' / 'bowl.hdf5')!r})], 2,
+        env_config=EnvConfig(image_size=16, robot_mesh="collision"), max_steps=300, workers=2,
+        wait=lambda folder: print("waiting", flush=True))
+print("done")
+""")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert "waiting" not in out.stdout, out
+    assert "must start its work under `if __name__ == '__main__':`" in out.stdout + out.stderr, out
