@@ -317,7 +317,7 @@ def _settings(job: _Job) -> dict:
     }
 
 
-def _hold(partial: Path, locks: list[int], wait: Callable[[Path], None] | None) -> bool:
+def _hold(partial: Path, locks: list[tuple[int, Path]], wait: Callable[[Path], None] | None) -> bool:
     """Take the partial folder for this process (its descriptor appended to `locks`, closed by the caller when
     the collection ends). Another collection of the task into the same file may hold it (the two would take each
     other's demos and remove the folder under each other): without `wait` that is an error; with it, this one
@@ -355,7 +355,7 @@ def _hold(partial: Path, locks: list[int], wait: Callable[[Path], None] | None) 
                 if Path(str(partial)[: -len(PARTIAL_SUFFIX)]).is_file():
                     return False
                 continue
-        locks.append(fd)
+        locks.append((fd, partial))
         _atomic_write_text(partial / HOLDER_FILE, str(os.getpid()))
         return True
 
@@ -368,7 +368,7 @@ def _holder(partial: Path) -> int | None:
         return None
 
 
-def _resume(job: _Job, overwrite: bool, locks: list[int],
+def _resume(job: _Job, overwrite: bool, locks: list[tuple[int, Path]],
             wait: Callable[[Path], None] | None = None) -> dict[int, dict] | None:
     """Open (or create) a task's partial folder, held for this process, and return the demo indices already
     settled there (made with the same settings); None when another process, waited for, wrote the task's file."""
@@ -547,7 +547,7 @@ def collect(
         raise LiberoError(f"two tasks of one collection have the same name: {', '.join(twice)}")
     runs: list[_TaskRun | CollectStats] = []
     made: list[Path] = []  # folders this call creates (partial folders and the folders above them)
-    locks: list[int] = []  # the partial folders this call holds (two collections of one task cannot mix)
+    locks: list[tuple[int, Path]] = []  # the partial folders this call holds: two collections of a task cannot mix
     try:
         for task_file, out_path in tasks:
             task_file = Path(task_file)
@@ -620,7 +620,8 @@ def collect(
         _remove_unsettled(runs, made)
         raise
     finally:
-        for fd in locks:
+        for fd, partial in locks:
+            (partial / HOLDER_FILE).unlink(missing_ok=True)
             os.close(fd)
 
 
