@@ -73,10 +73,21 @@ EE_ORIENTATION = GRIP_SITE
 SITE_IN_HAND = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
 
 
+def _simulator_imports_ready() -> None:
+    """Before this module first imports MuJoCo or robosuite: a headless GL backend chosen (MuJoCo takes its
+    backend as it is imported, and a scene built later in the process draws through it) and robosuite's
+    start-up chatter kept off the console."""
+    from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
+
+    ensure_gl_backend()
+    quiet_simulator_logs()
+
+
 @functools.lru_cache(maxsize=1)
 def _panda_kinematics():
     """MuJoCo model and data of the Panda arm alone (robosuite's model, no meshes needed for kinematics) and the
     hand body's id: the sign of the hand's quaternion, as the scenes' MuJoCo computes it, follows the joints."""
+    _simulator_imports_ready()
     import mujoco
     from robosuite.models.robots import Panda
 
@@ -88,6 +99,7 @@ def hand_quats_from_site(site_rot: np.ndarray, joint_states: np.ndarray) -> np.n
     """The hand body's quaternions (T, 4, xyzw) from the grip site's rotation matrices (T, 3, 3) and the arm's
     joint angles (T, 7): the rotation from the site's, exactly; the sign (the same rotation has two
     quaternions) that of the quaternion the scene's MuJoCo computes, from the joints."""
+    _simulator_imports_ready()
     import mujoco
 
     body = np.asarray(site_rot, dtype=np.float64) @ SITE_IN_HAND.T

@@ -17,7 +17,8 @@ _LIBS = {"osmesa": ("OSMesa",), "egl": ("EGL",)}
 _DEBIAN = "libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6"
 _NVIDIA_DRIVER = "/proc/driver/nvidia"
 # What MuJoCo's MUJOCO_GL takes.
-MUJOCO_BACKENDS = ("egl", "osmesa", "glfw", "disable", "disabled", "off", "false", "0")
+MUJOCO_BACKENDS = ("egl", "osmesa", "glfw", "glx", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off",
+                   "false", "0")
 # Set when mujoco was imported before a backend could be chosen (a script importing mujoco or robosuite first).
 IMPORTED_BEFORE = False
 # The backend chosen here or set by the user (robosuite may change MUJOCO_GL later), for error messages.
@@ -47,7 +48,7 @@ def ensure_gl_backend() -> str:
         IMPORTED_BEFORE = True
     if chosen:
         if chosen.lower() not in MUJOCO_BACKENDS:
-            raise LiberoError(f"MUJOCO_GL={chosen} is not a backend MuJoCo knows ({', '.join(MUJOCO_BACKENDS)}); "
+            raise LiberoError(f"MUJOCO_GL={chosen} is not a backend MuJoCo knows (egl, osmesa, glfw, glx, or off); "
                               "without a display use egl or osmesa, or unset it to let libero_ll choose")
         if chosen in _LIBS:
             os.environ.setdefault("PYOPENGL_PLATFORM", chosen)

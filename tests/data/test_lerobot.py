@@ -373,3 +373,27 @@ def test_files_of_different_control_rates_are_refused_unless_fps_is_given(tmp_pa
     assert not (tmp_path / "ds").exists()
     export_lerobot(tmp_path, tmp_path / "ds", fps=20)
     assert json.loads((tmp_path / "ds/meta/info.json").read_text())["fps"] == 20
+
+
+def test_export_chooses_the_gl_backend_before_it_imports_mujoco(demo_dir, tmp_path):
+    # Turning the hand's orientation into LIBERO's frame imported MuJoCo (and robosuite, whose start-up warnings
+    # export printed) before a GL backend was chosen: a scene built later in the same process could not draw.
+    import subprocess
+    import sys
+
+    from pathlib import Path
+
+    task = Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_black_bowl_on_the_plate.bddl"
+    code = f"""
+import numpy as np
+from libero_ll.data.lerobot import export_lerobot
+export_lerobot({str(demo_dir)!r}, {str(tmp_path / 'ds')!r})
+from libero_ll.envs.env import EnvConfig, LiberoEnv
+obs = LiberoEnv({str(task)!r}, EnvConfig(image_size=32, robot_mesh="collision")).reset(seed=0)
+print("drawn", float(np.asarray(obs["agentview_rgb"]).std()))
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=240)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout.split("drawn")[1]) > 1.0  # a picture, not a blank
+    assert "robosuite WARNING" not in out.stderr

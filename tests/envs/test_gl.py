@@ -72,6 +72,9 @@ def test_an_unknown_backend_is_named(machine, monkeypatch):
     monkeypatch.setenv("MUJOCO_GL", "bogus")
     with pytest.raises(LiberoError, match="MUJOCO_GL=bogus is not a backend MuJoCo knows"):
         gl.ensure_gl_backend()
+    for known in ("glx", "egl", "off"):  # what MuJoCo takes is taken
+        monkeypatch.setenv("MUJOCO_GL", known)
+        assert gl.ensure_gl_backend() == known
 
 
 @pytest.mark.parametrize("setting, said", [
