@@ -329,7 +329,9 @@ class _Parser:
             raise self.error(node, f"expected a number, found '{node.text}'")
         value = float(node.text)
         if not math.isfinite(value):
-            shown = node.text if len(node.text) <= 40 else f"{node.text[:20]}...{node.text[-8:]} ({len(node.text)} characters)"
+            shown = node.text
+            if len(shown) > 40:  # a number of thousands of digits is not echoed whole
+                shown = f"{shown[:20]}...{shown[-8:]} ({len(shown)} characters)"
             raise self.error(node, f"the number {shown} is too large")
         return value
 

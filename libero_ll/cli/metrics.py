@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from libero_ll.cli.args import positive_float
+from libero_ll.evaluation.metrics import metric_text
 
 
 def cmd_metrics(args) -> int:
@@ -69,18 +70,11 @@ def print_metrics(run_dir: Path, as_json: bool) -> None:
         print(f"  T{j + 1} {n}: {curve}")
     # NaN (nothing to average yet, e.g. NBT of a run stopped after its first task) is "n/a", as with --all.
     print(
-        f"FWT {_number(m['fwt'])} (higher is better)  NBT {_number(m['nbt'])} (lower is better)  "
-        f"AUC {_number(m['auc'])} (higher is better)"
+        f"FWT {metric_text(m['fwt'])} (higher is better)  NBT {metric_text(m['nbt'])} (lower is better)  "
+        f"AUC {metric_text(m['auc'])} (higher is better)"
     )
 
 
-def _number(value: float) -> str:
-    return "n/a" if math.isnan(value) else _signed(f"{value:.3f}")
-
-
-def _signed(text: str) -> str:
-    """A number's text without the minus of a value that rounds to zero ("-0.000" is "0.000")."""
-    return text.replace("-", " " if text.startswith(" ") else "", 1) if float(text) == 0 else text
 
 
 def _run_folder(path, option: str) -> None:
@@ -94,7 +88,6 @@ def _run_folder(path, option: str) -> None:
         raise LiberoError(f"{option}{p}: is a file, not a run directory")
     if not (p / "config.yaml").is_file() and not (p / "success.json").is_file():
         raise LiberoError(f"{option}{p} is not a run directory: it has no config.yaml or success.json")
-
 
 
 # Scalar metrics printed by --all: key, label, which way is better.
@@ -162,7 +155,7 @@ def print_all_metrics(
     print(f"method: suite {run.suite}, learner {run.learner}, policy {run.policy}, seed {run.seed}")
     for key, label, better in ALL_SCALARS:
         value = m[key]
-        text = _signed(f"{value:8.4f}") if not math.isnan(value) else "     n/a"
+        text = metric_text(value, "8.4f", "     n/a")
         why = f"  (n/a: {m['not_recorded'][key]})" if key in m["not_recorded"] else ""
         if key in m.get("partial", {}):
             why = f"  ({m['partial'][key]})"
@@ -170,7 +163,7 @@ def print_all_metrics(
     print(f"  CL_score criteria used: {', '.join(m['CL_score_criteria']) or 'none'}")
     print("per task:     " + " ".join(f"{'T' + str(j + 1):>7}" for j in range(m["K"])))
     for key, label in PER_TASK:
-        cells = " ".join("    n/a" if math.isnan(v) else _signed(f"{v:7.3f}") for v in m[key])
+        cells = " ".join(metric_text(v, "7.3f", "    n/a") for v in m[key])
         print(f"  {label:<12}{cells}")
 
 

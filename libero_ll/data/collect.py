@@ -560,13 +560,7 @@ def collect(
             if not dry and Path(out_path).is_dir():
                 raise LiberoError(f"{out_path} is a folder: the demo file of {name} cannot be written there")
             if not dry and Path(out_path).exists() and not overwrite:
-                # Kept as it is, readable or not: the caller says what it holds (`libero-ll collect` names one
-                # that cannot be read), and the other tasks are collected.
-                try:
-                    held = read_info(out_path).num_demos
-                except LiberoError:
-                    held = 0
-                runs.append(CollectStats(name, held, 0, 0.0, 0.0, path=Path(out_path), skipped=True))
+                runs.append(_kept_file(name, Path(out_path)))
                 continue
             job = _Job(
                 task_file=str(task_file),
@@ -585,8 +579,7 @@ def collect(
                 made.extend(p for p in (partial, *partial.parents) if not p.exists())
             settled = {} if dry else _resume(job, overwrite, locks, wait)
             if settled is None:  # another process collected the task while this one waited
-                held = read_info(out_path).num_demos if Path(out_path).is_file() else 0
-                runs.append(CollectStats(name, held, 0, 0.0, 0.0, path=Path(out_path), skipped=True))
+                runs.append(_kept_file(name, Path(out_path)))
                 continue
             settled = {i: s for i, s in settled.items() if i < num_demos}
             runs.append(
@@ -623,6 +616,16 @@ def collect(
         for fd, partial in locks:
             (partial / HOLDER_FILE).unlink(missing_ok=True)
             os.close(fd)
+
+
+def _kept_file(name: str, path: Path) -> CollectStats:
+    """The stats of a task whose file is there and kept as it is, readable or not: the caller says what it holds
+    (`libero-ll collect` names one that cannot be read), and the other tasks are collected."""
+    try:
+        held = read_info(path).num_demos
+    except LiberoError:
+        held = 0
+    return CollectStats(name, held, 0, 0.0, 0.0, path=path, skipped=True)
 
 
 def _settles_something(partial: Path) -> bool:

@@ -154,20 +154,6 @@ ROBOSUITE_OBS_NAMES = {
     "gripper_states": "robot0_gripper_qpos",
     "ee_pos": "robot0_eef_pos",
 }
-
-
-def missing_obs_error(path, name: str, key: str, obs) -> LiberoError:
-    """The error for demo `name` of file `path` whose obs group `obs` (None when it has none) lacks `key`:
-    it lists the readings the demo holds, and says so when one is robosuite's name for `key`."""
-    if obs is None:
-        return LiberoError(f"demo file {path}: data/{name} has no 'obs' group (needed: '{key}')")
-    held = sorted(obs.keys())
-    text = f"demo file {path}: data/{name}/obs has no '{key}' dataset (it holds: {', '.join(held) or 'nothing'})"
-    other = ROBOSUITE_OBS_NAMES.get(key)
-    if other in held:
-        text += (f"; '{other}' is robosuite's name for it: a file recorded from robosuite's observations (as "
-                 f"robomimic's are) needs its readings renamed to this project's names ('{other}' to '{key}')")
-    return LiberoError(text)
 # Row 0 is the top of the picture, as a person sees it. Written into every file made here.
 IMAGE_CONVENTION = "upright"
 # Row 0 is the bottom of the picture (OpenGL's framebuffer order): robosuite's default, which is what
@@ -195,6 +181,21 @@ LAYOUT_ATTRS = (
     "generator",
     "ee_orientation",
 )
+
+
+def missing_obs_error(path, name: str, key: str, obs) -> LiberoError:
+    """The error for demo `name` of file `path` whose obs group `obs` (None when it has none) lacks `key`:
+    it lists the readings the demo holds, and says so when one is robosuite's name for `key`."""
+    if obs is None:
+        return LiberoError(f"demo file {path}: data/{name} has no 'obs' group (needed: '{key}')")
+    held = sorted(obs.keys())
+    text = f"demo file {path}: data/{name}/obs has no '{key}' dataset (it holds: {', '.join(held) or 'nothing'})"
+    other = ROBOSUITE_OBS_NAMES.get(key)
+    if other in held:
+        text += (f"; '{other}' is robosuite's name for it: a file recorded from robosuite's observations (as "
+                 f"robomimic's are) needs its readings renamed to this project's names ('{other}' to '{key}')")
+    return LiberoError(text)
+
 
 
 @dataclass

@@ -476,11 +476,11 @@ def export_lerobot(
         for path, task in zip(walk, tasks):
             obs_keys = [*CAMERAS, "ee_states", "gripper_states", *(["joint_states"] if joints else [])]
             # The hand's orientation as LIBERO's files and LeRobot's LIBERO datasets hold it (the hand body's).
-            names = demo_names(path)
             for k, demo in enumerate(iter_demos(path, obs_keys, ee_orientation=HAND_BODY)):
                 T = demo.num_steps
                 if T == 0:
-                    raise LiberoError(f"demo file {path}: data/{names[k]} has no steps; an episode needs one or more")
+                    name = demo_names(path)[k]
+                    raise LiberoError(f"demo file {path}: data/{name} has no steps; an episode needs one or more")
                 frames = {CAMERAS[k]: flip_images(demo.obs[k], flip) for k in IMAGE_KEYS}
                 shapes = {f.shape[1:] for f in frames.values()}
                 if len(shapes) != 1 or (size is not None and shapes != {size}):

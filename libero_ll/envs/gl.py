@@ -16,6 +16,7 @@ from libero_ll.errors import LiberoError
 _LIBS = {"osmesa": ("OSMesa",), "egl": ("EGL",)}
 _DEBIAN = "libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6"
 _NVIDIA_DRIVER = "/proc/driver/nvidia"
+_NVIDIA_EGL = "EGL_nvidia"
 # What MuJoCo's MUJOCO_GL takes.
 MUJOCO_BACKENDS = ("egl", "osmesa", "glfw", "glx", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off",
                    "false", "0")
@@ -23,7 +24,6 @@ MUJOCO_BACKENDS = ("egl", "osmesa", "glfw", "glx", "enable", "enabled", "on", "t
 IMPORTED_BEFORE = False
 # The backend chosen here or set by the user (robosuite may change MUJOCO_GL later), for error messages.
 CHOSEN: str | None = None
-_NVIDIA_EGL = "EGL_nvidia"
 
 
 def nvidia_egl_available() -> bool:

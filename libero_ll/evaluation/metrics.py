@@ -111,6 +111,17 @@ def auc_per_task(fwt: Sequence[float], matrix: np.ndarray) -> np.ndarray:
     return out
 
 
+def metric_text(value: float, spec: str = ".3f", missing: str = "n/a") -> str:
+    """A metric as the commands print it: formatted with `spec`, `missing` for NaN (nothing to average, e.g. NBT
+    of one task), and no minus on a value that rounds to zero ("-0.000" is "0.000", widths kept)."""
+    if value != value:
+        return missing
+    text = format(value, spec)
+    if float(text) == 0:
+        text = text.replace("-", " " if text.startswith(" ") else "", 1)
+    return text
+
+
 def libero_metrics(tensor: SuccessTensor) -> dict:
     """FWT, NBT and AUC of a run (LIBERO paper, eq. 3), from its success tensor.
 

@@ -336,20 +336,25 @@ _OWN_SETTINGS = (("learner", "options"), ("policy", "cfg"))
 DEFAULT_VALUE = "(default)"
 
 
+def chosen_settings(section: dict, own: str) -> dict:
+    """The settings a run gives its chosen learner or policy: `section["by_name"][section["name"]]` (the preset's)
+    updated with `section[own]` (`options` of a learner, `cfg` of a policy). `section` is the config's `learner`
+    or `policy` as plain dicts."""
+    by_name = section.get("by_name") if isinstance(section.get("by_name"), dict) else {}
+    preset, mine = by_name.get(section.get("name")), section.get(own)
+    return {**(preset if isinstance(preset, dict) else {}), **(mine if isinstance(mine, dict) else {})}
+
+
 def _effective_config(config: dict) -> dict:
     """The config with `learner.options` and `policy.cfg` holding the chosen learner's and policy's settings as
-    the run used them (`by_name[name]` updated with them), and `by_name` dropped: a setting differs alike
-    whichever of the two places it was given in."""
+    the run used them (`chosen_settings`), and `by_name` dropped: a setting differs alike whichever of the two
+    places it was given in."""
     out = dict(config)
     for section, own in _OWN_SETTINGS:
         part = out.get(section)
-        if not isinstance(part, dict):
-            continue
-        by_name = part.get("by_name") if isinstance(part.get("by_name"), dict) else {}
-        preset = by_name.get(part.get("name"))
-        mine = part.get(own)
-        out[section] = {k: v for k, v in part.items() if k not in ("by_name", own)}
-        out[section][own] = {**(preset if isinstance(preset, dict) else {}), **(mine if isinstance(mine, dict) else {})}
+        if isinstance(part, dict):
+            out[section] = {**{k: v for k, v in part.items() if k not in ("by_name", own)},
+                            own: chosen_settings(part, own)}
     return out
 
 

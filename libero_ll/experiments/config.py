@@ -122,8 +122,9 @@ def policy_config(cfg) -> dict:
     """The chosen policy's keys: `policy.by_name[policy.name]` updated with `policy.cfg`."""
     from omegaconf import OmegaConf
 
-    section = OmegaConf.to_container(cfg.policy, resolve=True)
-    return {**(section["by_name"].get(section["name"]) or {}), **(section["cfg"] or {})}
+    from libero_ll.evaluation.runs import chosen_settings
+
+    return chosen_settings(OmegaConf.to_container(cfg.policy, resolve=True), "cfg")
 
 
 @dataclass
@@ -147,8 +148,9 @@ def learner_options(cfg) -> dict:
     """The chosen learner's options: `learner.by_name[learner.name]` updated with `learner.options`."""
     from omegaconf import OmegaConf
 
-    section = OmegaConf.to_container(cfg.learner, resolve=True)
-    return {**(section["by_name"].get(section["name"]) or {}), **(section["options"] or {})}
+    from libero_ll.evaluation.runs import chosen_settings
+
+    return chosen_settings(OmegaConf.to_container(cfg.learner, resolve=True), "options")
 
 
 @dataclass

@@ -286,6 +286,8 @@ def _policy_changes(trained: dict, cfg) -> str:
     where config.yaml sets it now."""
     from omegaconf import OmegaConf
 
+    from libero_ll.evaluation.runs import chosen_settings
+
     then = trained.get("policy")
     if not then:
         return ""
@@ -293,10 +295,7 @@ def _policy_changes(trained: dict, cfg) -> str:
     if then.get("name") != now.get("name"):
         return f"policy.name {now.get('name')} (trained: {then.get('name')})"
 
-    def built(section: dict) -> dict:
-        return {**((section.get("by_name") or {}).get(section.get("name")) or {}), **(section.get("cfg") or {})}
-
-    was, is_, own = built(then), built(now), now.get("cfg") or {}
+    was, is_, own = chosen_settings(then, "cfg"), chosen_settings(now, "cfg"), now.get("cfg") or {}
     out = []
     for key in sorted(set(was) | set(is_)):
         a, b = was.get(key), is_.get(key)

@@ -204,11 +204,6 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
     return sweep
 
 
-def _number(value: float) -> str:
-    """A metric as `libero-ll metrics` prints it: "n/a" for NaN (nothing to average, e.g. NBT of one task)."""
-    return "n/a" if value != value else f"{value:.3f}"
-
-
 def _overrides_text(overrides) -> str:
     return ", ".join(f"{k}={_label(v)}" for k, v in overrides) or "(no overrides)"
 
@@ -624,6 +619,7 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
     from omegaconf import OmegaConf
     from tqdm import tqdm
 
+    from libero_ll.evaluation.metrics import metric_text
     from libero_ll.evaluation.runs import LOG_FILE, load_run, measure_run
 
     try:
@@ -678,8 +674,8 @@ def _run_on_ray(sweep: Sweep, todo: list[SweepRun], address, cpus, log, done_bef
                 try:
                     how, seconds = ray.get(ref)
                     m = measure_run(load_run(r.run_dir))
-                    line = (f"[{n}/{len(sweep.runs)}] {r.key}: FWT {_number(m['fwt'])} NBT {_number(m['nbt'])} "
-                            f"AUC {_number(m['auc'])} ({how} in {seconds / 60:.1f} min)")
+                    line = (f"[{n}/{len(sweep.runs)}] {r.key}: FWT {metric_text(m['fwt'])} "
+                            f"NBT {metric_text(m['nbt'])} AUC {metric_text(m['auc'])} ({how} in {seconds / 60:.1f} min)")
                 except Exception as e:  # noqa: BLE001 - a failed run must not stop the others
                     msg = _error_message(e)
                     failed.append((r.run_dir, msg))

@@ -330,10 +330,10 @@ def test_multitask_data_counts_as_stored_samples(tmp_path):
 
 
 def test_a_value_that_rounds_to_zero_prints_without_a_minus():
-    # I_k printed "-0.000" where a reference and the run differed by less than the last digit.
-    from libero_ll.cli.metrics import _number, _signed
-    from libero_ll.experiments.sweep import _number as sweep_number
+    # I_k printed "-0.000" where a reference and the run differed by less than the last digit; a sweep's progress
+    # lines, which print the same way, said "nan".
+    from libero_ll.evaluation.metrics import metric_text
 
-    assert _number(-1e-9) == "0.000" and _number(-0.1) == "-0.100" and _number(NAN) == "n/a"
-    assert _signed(f"{-1e-9:8.4f}") == "  0.0000" and _signed(f"{-0.25:7.3f}") == " -0.250"
-    assert sweep_number(NAN) == "n/a" and sweep_number(0.5) == "0.500"  # a sweep's progress lines said "nan"
+    assert metric_text(-1e-9) == "0.000" and metric_text(-0.1) == "-0.100" and metric_text(NAN) == "n/a"
+    assert metric_text(-1e-9, "8.4f") == "  0.0000" and metric_text(-0.25, "7.3f") == " -0.250"
+    assert metric_text(NAN, "7.3f", "    n/a") == "    n/a" and metric_text(0.5) == "0.500"
