@@ -49,6 +49,7 @@ def cmd_collect(args) -> int:
         done[name] = settled
 
     stopped = None
+    there_before = {path for _, path in pairs if path is not None and path.exists()}
     try:
         stats = collect(
             pairs, args.demos, args.seed, env_cfg, max_steps, workers=args.workers,
@@ -66,7 +67,10 @@ def cmd_collect(args) -> int:
         if args.dry_run:
             print(word, file=sys.stderr)
         else:
-            print(f"{word}: the demos settled so far are kept; run the same command again to continue",
+            written = [p for _, p in pairs if p is not None and p not in there_before and p.is_file()]
+            files = (f"{len(written)} task file{'s' if len(written) != 1 else ''} written "
+                     f"({', '.join(p.name for p in written)}); " if written else "")
+            print(f"{word}: {files}the demos settled so far are kept; run the same command again to continue",
                   file=sys.stderr)
         return EXIT_TERMINATED if isinstance(stopped, Terminated) else EXIT_INTERRUPTED
 

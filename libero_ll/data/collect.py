@@ -581,6 +581,14 @@ def collect(
             if settled is None:  # another process collected the task while this one waited
                 runs.append(_kept_file(name, Path(out_path)))
                 continue
+            beyond = sorted(i for i, s in settled.items() if i >= num_demos and s["kept"])
+            if beyond:
+                raise LiberoError(
+                    f"{job.partial}: an unfinished collection of {name} holds {len(beyond)} demo(s) beyond the "
+                    f"{num_demos} asked for now (indices {_index_list(beyond)}), which writing the file would "
+                    f"discard; ask for {beyond[-1] + 1} or more demos to use them, or pass --overwrite "
+                    "(overwrite=True in Python) to discard that collection"
+                )
             settled = {i: s for i, s in settled.items() if i < num_demos}
             runs.append(
                 _TaskRun(job, None if dry else Path(out_path), num_demos,
@@ -616,6 +624,12 @@ def collect(
         for fd, partial in locks:
             (partial / HOLDER_FILE).unlink(missing_ok=True)
             os.close(fd)
+
+
+def _index_list(indices: list[int], most: int = 8) -> str:
+    """Sorted demo indices for a message: the first few, then how many more."""
+    shown = ", ".join(str(i) for i in indices[:most])
+    return shown + (f" and {len(indices) - most} more" if len(indices) > most else "")
 
 
 def _kept_file(name: str, path: Path) -> CollectStats:

@@ -62,6 +62,29 @@ def test_interrupted_collection_resumes_to_the_same_file(reference_demos, small_
     assert not partial.exists()
 
 
+def test_fewer_demos_than_an_unfinished_collection_settled_are_refused(reference_demos, small_env_config,
+                                                                       assert_same_contents, tmp_path):
+    """Writing the file of the first demos would delete the settled ones after them: refused, naming them."""
+    ref, _ = reference_demos
+    path = tmp_path / ref.name
+
+    def stop_when_all_settled(name, settled, requested):
+        if settled == requested:
+            raise KeyboardInterrupt  # Ctrl-C before the file is written
+
+    with pytest.raises(KeyboardInterrupt):
+        collect([(_task(ref), path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS,
+                progress=stop_when_all_settled)
+    partial = Path(str(path) + PARTIAL_SUFFIX)
+    with pytest.raises(LiberoError, match=r"holds 1 demo\(s\) beyond the 1 asked for now \(indices 1\).*ask "
+                                          r"for 2 or more demos"):
+        collect([(_task(ref), path)], 1, env_config=small_env_config, max_steps=MAX_STEPS)
+    assert sorted(p.name for p in partial.iterdir()) == ["collection.json", "demo_0.hdf5", "demo_1.hdf5"]
+    [stats] = collect([(_task(ref), path)], NUM_DEMOS, env_config=small_env_config, max_steps=MAX_STEPS)
+    assert stats.resumed == NUM_DEMOS
+    assert_same_contents(ref, path)
+
+
 def test_killed_collection_resumes_with_the_same_command(reference_demos, collect_args, assert_same_contents,
                                                          tmp_path, capsys):
     ref, _ = reference_demos

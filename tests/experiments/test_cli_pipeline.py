@@ -131,6 +131,17 @@ def test_collect_says_once_what_a_ctrl_c_keeps(tmp_path, capsys, bowl_task, monk
     assert main(["collect", "--task", str(bowl_task), "--demos", "2", "--dry-run"]) == 130
     assert capsys.readouterr().err.splitlines()[-1] == "interrupted"
 
+    def interrupted_after_the_file(pairs, demos, *args, progress, **kwargs):
+        pairs[0][1].parent.mkdir(parents=True, exist_ok=True)
+        pairs[0][1].write_bytes(b"written")  # the task's file is complete when the Ctrl-C comes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(libero_ll.data.collect, "collect", interrupted_after_the_file)
+    assert main(["collect", "--task", str(bowl_task), "--demos", "2", "--out", str(tmp_path / "e")]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "interrupted: 1 task file written (put_the_black_bowl_on_the_plate.hdf5); the demos settled so far are "
+        "kept; run the same command again to continue")
+
 
 def test_bad_components_fail_before_any_work(tmp_path, capsys):
     smoke = str(REPO / "configs" / "smoke.yaml")
