@@ -15,20 +15,27 @@ class Registry(Generic[T]):
     Args:
         kind: what the entries are ("policy", "learner", "category"), used in messages.
         hint: said after the known names when a name is unknown (e.g. how to add one of one's own).
+        check: called with each entry as it is registered; returns what is wrong with it (a plugin's class
+            that is not of the registry's kind), or None.
     """
 
-    def __init__(self, kind: str, hint: str = ""):
+    def __init__(self, kind: str, hint: str = "", check: Callable[[object], str | None] | None = None):
         self.kind = kind
         self.hint = hint
+        self._check = check
         self._entries: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
-        """Decorator that records ``obj`` under ``name``; a name may be taken once (LiberoError: a plugin's
-        class may name one the project or another plugin already took)."""
+        """Decorator that records ``obj`` under ``name``; a name may be taken once, and an entry the registry's
+        check refuses is not taken (LiberoError: a plugin's class may name one the project or another plugin
+        already took, or be no class of the registry's kind)."""
 
         def deco(obj: T) -> T:
             if name in self._entries:
                 raise LiberoError(f"{self.kind} {name!r} is registered twice (the name is taken); choose another name")
+            wrong = self._check(obj) if self._check is not None else None
+            if wrong:
+                raise LiberoError(f"{self.kind} {name!r} cannot be registered: {wrong}")
             self._entries[name] = obj
             return obj
 

@@ -36,7 +36,8 @@ def cmd_render(args) -> int:
         from libero_ll.envs.gallery import render_gallery
 
         with tempfile.TemporaryDirectory(prefix="libero_ll_gallery_") as folder:
-            sheet = render_gallery(Path(folder) / "gallery.png", tile=args.size if args.size_given else 192)
+            sheet = render_gallery(Path(folder) / "gallery.png", tile=args.size if args.size_given else 192,
+                                   seed=args.seed, robot_mesh=args.robot_mesh)
             with Image.open(sheet) as picture:
                 out = write_image(picture.convert("RGB"), args.output)
         print(f"wrote {out} (every category and scene family)")

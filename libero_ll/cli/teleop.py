@@ -17,6 +17,7 @@ def cmd_teleop(args) -> int:
         TIMEOUT,
         KeyboardDevice,
         OpenCVViewer,
+        demos_to_append,
         keys_help,
         teleop_session,
     )
@@ -25,17 +26,24 @@ def cmd_teleop(args) -> int:
     if args.demos < 1:
         raise LiberoError(f"--demos must be at least 1, got {args.demos}")
     out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        raise LiberoError(f"{out} exists; choose another --out, or pass --overwrite to replace it")
+    if args.append and args.overwrite:
+        raise LiberoError("--append keeps the demos of --out and --overwrite replaces them: give one of them")
+    if out.exists() and not (args.overwrite or args.append):
+        raise LiberoError(f"{out} exists; choose another --out, pass --append to add demos to it, or --overwrite "
+                          "to replace it")
     output_file(out, "--out")  # checked now: the demos are written only when the session ends
     load_task(args.file)  # a bad task file fails before any window opens
+    env_config = EnvConfig(image_size=args.image_size, robot_mesh=args.robot_mesh)
+    if args.append:
+        demos_to_append(out, Path(args.file), env_config)  # a file of another task or size: before any window
     # Fails fast, before the scene is built, when pynput or a display is missing.
     device = KeyboardDevice(pos_scale=args.pos_scale, rot_scale=args.rot_scale)
     viewer = None
     try:
         if not args.no_view:
             viewer = OpenCVViewer(size=args.view_size)
-        print(f"teleoperating {Path(args.file).stem}: {args.demos} demos wanted, writing {out}")
+        more = " more" if args.append and out.exists() else ""
+        print(f"teleoperating {Path(args.file).stem}: {args.demos}{more} demos wanted, writing {out}")
         print("keys (read from the whole desktop, whichever window is in front):")
         print(keys_help())
 
@@ -56,22 +64,27 @@ def cmd_teleop(args) -> int:
             device,
             args.demos,
             seed=args.seed,
-            env_config=EnvConfig(image_size=args.image_size, robot_mesh=args.robot_mesh),
+            env_config=env_config,
             max_steps=args.max_steps,
             viewer=viewer,
             rate_hz=EnvConfig().control_freq,
             on_episode=on_episode,
+            append=args.append,
         )
     finally:
         if viewer is not None:
             viewer.close()
         device.close()
+    from libero_ll.cli.train import EXIT_INTERRUPTED, EXIT_TERMINATED
+
     where = f"written to {stats.path}" if stats.path else "nothing written"
+    if stats.path and stats.earlier:
+        where += f" after its {stats.earlier} earlier demo{'s' if stats.earlier != 1 else ''}"
     print(
         f"{stats.task}: {stats.kept} demos kept, {stats.discarded} reset, {stats.timed_out} timed out "
         f"in {stats.episodes} episodes ({stats.ended_by}); {where}"
     )
-    return 130 if stats.ended_by == "interrupted" else 0
+    return {"interrupted": EXIT_INTERRUPTED, "terminated": EXIT_TERMINATED}.get(stats.ended_by, 0)
 
 
 class _HelpWithKeys(argparse.RawDescriptionHelpFormatter):
@@ -88,7 +101,8 @@ class _HelpWithKeys(argparse.RawDescriptionHelpFormatter):
 _EPILOG = (
     "An episode starts recording at its first motion or gripper key and ends when the goal holds (kept), "
     "on q (discarded) or at --max-steps (discarded).\nDemos kept so far are saved on Esc, Ctrl-C or a "
-    "closed window."
+    "closed window.\n`libero-ll train` uses the file in place of the expert's demos when it is the task's own "
+    "file in data.dir: <data.dir>/<task file's name>.hdf5 (e.g. --out datasets/quickstart/TASK.hdf5)."
 )
 
 
@@ -124,17 +138,24 @@ def register(sub) -> None:
         "--pos-scale",
         type=float,
         default=0.3,
-        help="position action per key press, fraction of the 5 cm maximum step (default 0.3)",
+        help="position action per key press, as a fraction of a full action (default 0.3); a full action sets "
+        "the controller's goal 5 cm away, and held it moves the hand about 1.2 cm per step",
     )
     s.add_argument(
         "--rot-scale",
         type=float,
         default=0.3,
-        help="rotation action per key press, fraction of the 0.5 rad maximum turn (default 0.3)",
+        help="rotation action per key press, as a fraction of a full action (default 0.3); a full action sets "
+        "the controller's goal 0.5 rad away, and held it turns the hand about 0.07 to 0.1 rad per step",
     )
     s.add_argument("--no-view", action="store_true", help="no live window (the keyboard still needs one)")
     s.add_argument(
         "--view-size", type=at_least(1), default=320, help="side of each picture in the window (320)"
     )
     s.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    s.add_argument(
+        "--append", action="store_true",
+        help="add the new demos after those of an existing --out file (same task, image size and robot meshes); "
+        "--demos counts the new ones",
+    )
     s.set_defaults(func=cmd_teleop)

@@ -151,28 +151,51 @@ def _stored_settings(path: Path) -> dict | None:
         info = read_info(path)
     except LiberoError:
         return None
-    keys = ("per_demo", "seed", "source_demos")
+    keys = ("per_demo", "seed", "source_demos", "source_digest")
     return {"generator": info.generator, **{k: info.stats.get(k) for k in keys}}
 
 
+def source_digest(demo_path: str | os.PathLike, demos: int) -> str:
+    """A digest of what the corrections of a demo file are made from: its scene settings (image size, meshes)
+    and the first `demos` demos' actions and states. A demo file collected or recorded again gets another."""
+    import hashlib
+    import json
+
+    info = read_info(demo_path)
+    h = hashlib.sha256(json.dumps(info.env_args, sort_keys=True, default=str).encode())
+    for demo in iter_demos(demo_path, obs_keys=[], max_demos=demos):
+        for arr in (demo.actions, demo.states):
+            a = np.ascontiguousarray(arr)
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(a.tobytes())
+    return h.hexdigest()
+
+
 def is_current(demo_path: str | os.PathLike, settings: CorrectionSettings) -> bool:
-    """Whether the corrections file of `demo_path` exists and was made with `settings` from its demos."""
+    """Whether the corrections file of `demo_path` exists and was made with `settings` from its demos as they
+    are now."""
     path = corrections_path(demo_path)
     if not path.exists():
         return False
     stored = _stored_settings(path)
     used = min(settings.demos, len(demo_names(demo_path)))
     expected = {"per_demo": settings.per_demo, "seed": settings.seed, "source_demos": used}
-    return stored == {"generator": CORRECTIONS_VERSION, **expected}
+    if stored is None or {k: stored[k] for k in ("generator", *expected)} != {"generator": CORRECTIONS_VERSION,
+                                                                             **expected}:
+        return False
+    return stored["source_digest"] == source_digest(demo_path, used)
 
 
 def make_corrections(demo_path: str | os.PathLike, settings: CorrectionSettings) -> tuple[Path, int, int]:
     """Make (or make again) the corrections file of one demo file.
 
+    A demo file with no grasp of a loose object (a task that only opens a drawer or turns a knob) gets a
+    corrections file holding no fragment, so that it is not looked at again.
+
     Returns:
         (path of the corrections file, fragments, steps).
     Raises:
-        LiberoError: the demo file is not one whose scene can be rebuilt, or holds no grasp.
+        LiberoError: the demo file is not one whose scene can be rebuilt from its states.
     """
     from libero_ll.bddl.parser import parse_string
     from libero_ll.data.verify import env_config_of
@@ -191,16 +214,20 @@ def make_corrections(demo_path: str | os.PathLike, settings: CorrectionSettings)
     fragments: list[Demo] = []
     used = 0
     try:
+        state_size = env.get_state().shape[0]
         for demo in iter_demos(demo_path, obs_keys=[], max_demos=settings.demos):
+            if demo.states.ndim != 2 or demo.states.shape[1] != state_size:
+                got = "no simulator states" if demo.states.size == 0 else (
+                    f"states of {demo.states.shape[-1]} numbers where the task's scene has {state_size}")
+                raise LiberoError(
+                    f"demo file {demo_path}: demo {used} (counting from 0) holds {got} (a file imported from "
+                    "elsewhere?), so its states cannot be shown again to make corrections from; set "
+                    "data.corrections_per_demo=0, or collect the task's demos with libero-ll collect"
+                )
             used += 1
             fragments += demo_corrections(env, demo, rng, settings.per_demo)
     finally:
         env.close()
-    if not fragments:
-        raise LiberoError(
-            f"demo file {demo_path}: no grasp to make corrections of (the fingers never close on a loose "
-            f"object that then moves with the hand)"
-        )
     out = corrections_path(demo_path)
     with DemoWriter(
         out,
@@ -214,7 +241,7 @@ def make_corrections(demo_path: str | os.PathLike, settings: CorrectionSettings)
         for f in fragments:
             w.add(f)
         w.set_attrs({"per_demo": settings.per_demo, "seed": settings.seed, "source_demos": used,
-                     "source": demo_path.name})
+                     "source": demo_path.name, "source_digest": source_digest(demo_path, used)})
     return out, len(fragments), int(sum(f.num_steps for f in fragments))
 
 

@@ -161,10 +161,11 @@ class KeyboardDevice:
     each episode, and makes one key press worth a set fraction of a full action.
 
     Args:
-        pos_scale: position action per key press, as a fraction of the largest step (0-1]; the
-            controller's largest step is 5 cm per control tick. Holding a key repeats it.
-        rot_scale: rotation action per key press, as a fraction of the largest turn (0-1]; the largest
-            turn is 0.5 rad per control tick.
+        pos_scale: position action per key press, as a fraction of a full action (0-1]. A full action sets
+            the controller's goal 5 cm from the hand; held, it moves the hand about 1.2 cm per control tick
+            (measured on the quickstart scene). Holding a key repeats it.
+        rot_scale: rotation action per key press, as a fraction of a full action (0-1]. A full action sets
+            the goal 0.5 rad away; held, it turns the hand about 0.07 to 0.1 rad per control tick.
     Raises:
         LiberoError: pynput is missing or there is no display (see `check_keyboard_available`).
     """
@@ -321,9 +322,10 @@ class TeleopStats:
         timed_out: episodes that reached the step cap without the goal.
         episodes: episodes started.
         lengths: steps of each kept demo.
-        ended_by: "done" (the wanted demos were kept), "quit" (quit key or closed window) or
-            "interrupted" (Ctrl-C or a termination signal).
+        ended_by: "done" (the wanted demos were kept), "quit" (quit key or closed window),
+            "interrupted" (Ctrl-C) or "terminated" (SIGTERM or SIGHUP).
         path: the file written, or None when nothing was kept (nothing is written then).
+        earlier: demos the file held before the session, kept in front of the new ones (append).
     """
 
     task: str
@@ -334,23 +336,31 @@ class TeleopStats:
     lengths: list[int] = field(default_factory=list)
     ended_by: str = "done"
     path: Path | None = None
+    earlier: int = 0
 
 
 class _Interrupts:
     """Turns Ctrl-C (and SIGTERM / SIGHUP) into a polite request to stop, checked once per tick.
 
-    A second Ctrl-C raises KeyboardInterrupt as usual, except while a demo is being written.
+    A second Ctrl-C raises KeyboardInterrupt as usual, except while a demo or the file is being written.
     """
 
     def __init__(self) -> None:
         self.requested = False
+        self.terminated = False  # the request came from SIGTERM or SIGHUP
         self.writing = False
         self._old: dict = {}
 
     def _handle(self, signum, frame) -> None:
         if self.requested and not self.writing and signum == signal.SIGINT:
             raise KeyboardInterrupt
+        if not self.requested:
+            self.terminated = signum != signal.SIGINT
         self.requested = True
+
+    @property
+    def stopped_by(self) -> str:
+        return "terminated" if self.terminated else "interrupted"
 
     def __enter__(self) -> _Interrupts:
         if threading.current_thread() is threading.main_thread():
@@ -458,13 +468,15 @@ def teleop_session(
     rate_hz: float | None = None,
     env: LiberoEnv | None = None,
     on_episode: Callable[[int, str, int, TeleopStats], None] | None = None,
+    append: bool = False,
 ) -> TeleopStats:
     """Record demos of one task by teleoperation until `num_demos` are kept or the person quits.
 
     Episodes that reach the goal are written (atomically: the file appears under `out_path` when the
     session ends, with every kept demo, also after quit, Ctrl-C, SIGTERM or an error in the loop);
     reset, quit and timed-out episodes are not. When nothing was kept, nothing is written and a file
-    already at `out_path` is left as it was.
+    already at `out_path` is left as it was. An error in the loop after a demo was kept is raised again
+    (a LiberoError saying where the kept demos were written).
 
     Args:
         task_file: the task's .bddl file.
@@ -478,18 +490,23 @@ def teleop_session(
         rate_hz: loop pace in ticks per second (None: as fast as possible, for scripted devices).
         env: an already built environment of this task to use (the caller closes it); None builds one.
         on_episode: optional callable(episode, outcome, steps, stats) called after each episode.
+        append: keep the demos of an existing `out_path` (of this task, recorded at the same image size and
+            robot meshes) in front of the new ones; `num_demos` counts the new ones. With `seed`, the
+            episodes go on from the expert's demo after the file's last.
     """
     if num_demos < 1:
         raise LiberoError(f"--demos must be at least 1, got {num_demos}")
     task_file = Path(task_file)
     name = task_file.stem
+    earlier = demos_to_append(out_path, task_file, env_config or EnvConfig()) if append else []
     own_env = env is None
     if own_env:
         cfg = EnvConfig(**{**asdict(env_config or EnvConfig()), "render": True, "max_steps": max_steps})
         env = LiberoEnv(task_file, cfg)
-    stats = TeleopStats(task=name)
+    stats = TeleopStats(task=name, earlier=len(earlier))
     writer = None
     interrupts = _Interrupts()
+    failed: Exception | None = None
     try:
         cfg = env.config
         writer = DemoWriter(
@@ -502,13 +519,15 @@ def teleop_session(
             generator=f"teleoperation {device.name}",
         )
         model_xml = env.model_xml()
+        for demo_name in earlier:
+            writer.copy_demo(out_path, demo_name)
 
         def status() -> list[str]:
             return [f"episode {stats.episodes}  kept {stats.kept}/{num_demos}", env.spec.language]
 
         with interrupts:
             while stats.kept < num_demos:
-                s = episode_seed(name, stats.episodes, seed)
+                s = episode_seed(name, stats.earlier + stats.episodes, seed)
                 stats.episodes += 1
                 outcome, rec = run_teleop_episode(
                     env, device, s, max_steps, viewer, rate_hz, status, lambda: interrupts.requested
@@ -526,22 +545,66 @@ def teleop_session(
                 elif outcome == TIMEOUT:
                     stats.timed_out += 1
                 if outcome == QUITTED:
-                    stats.ended_by = "interrupted" if interrupts.requested else "quit"
+                    stats.ended_by = interrupts.stopped_by if interrupts.requested else "quit"
                 if on_episode is not None:
                     on_episode(stats.episodes, outcome, steps, stats)
                 if outcome == QUITTED:
                     break
     except KeyboardInterrupt:
-        stats.ended_by = "interrupted"
+        stats.ended_by = interrupts.stopped_by
+    except Exception as e:
+        failed = e
+        raise
     finally:
         # Demos already kept are saved whatever ended the session, unless writing one of them failed
-        # halfway (`writing` still set: the file could then hold a partial demo).
+        # halfway (`writing` still set: the file could then hold a partial demo). A Ctrl-C while the file
+        # is written waits for it.
         if writer is not None:
             if stats.kept and not interrupts.writing:
-                writer.close()
+                with interrupts:
+                    interrupts.writing = True
+                    writer.close()
+                    interrupts.writing = False
                 stats.path = Path(out_path)
             else:
                 writer.abort()
         if own_env:
             env.close()
+        if isinstance(failed, LiberoError) and stats.path is not None:
+            raise LiberoError(f"{failed}; the {_demos(stats.kept)} kept before it "
+                              f"{'are' if stats.kept != 1 else 'is'} written to {stats.path}") from failed
+        if failed is not None and stats.path is not None:
+            failed.add_note(f"The {_demos(stats.kept)} kept before the error are written to {stats.path}.")
     return stats
+
+
+def _demos(n: int) -> str:
+    return f"{n} demo{'s' if n != 1 else ''}"
+
+
+def demos_to_append(out_path: str | Path, task_file: Path, env_config: EnvConfig) -> list[str]:
+    """The demos of an existing `out_path` that a session appends to (none when there is no file yet), after
+    checking that they are of `task_file`'s task and recorded at `env_config`'s image size and meshes."""
+    from libero_ll.bddl.parser import parse_string
+    from libero_ll.data.hdf5 import demo_names, read_info
+
+    out_path = Path(out_path)
+    if not out_path.exists():
+        return []
+    info = read_info(out_path)
+    try:
+        theirs = parse_string(info.bddl_file_content or "", str(out_path)).language
+    except LiberoError:
+        theirs = None
+    ours = parse_string(task_file.read_text(), str(task_file))
+    if info.bddl_file_content != task_file.read_text() and theirs != ours.language:
+        raise LiberoError(f"{out_path}: its demos are of another task ({theirs or 'unreadable task text'}), not "
+                          f"{task_file.stem}; choose another --out")
+    kwargs = (info.env_args or {}).get("env_kwargs") or {}
+    for key in ("image_size", "robot_mesh"):
+        want = getattr(env_config, key)
+        if key in kwargs and kwargs[key] != want:
+            flag = "--" + key.replace("_", "-")
+            raise LiberoError(f"{out_path}: its demos were recorded with {key} {kwargs[key]}, not {want}; append "
+                              f"with {flag} {kwargs[key]}, or choose another --out")
+    return demo_names(out_path)

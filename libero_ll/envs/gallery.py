@@ -48,7 +48,7 @@ def _label(img: np.ndarray, text: str) -> np.ndarray:
 
 
 def render_gallery(output: str | Path, tile: int = 192, columns: int = 7, categories: list[str] | None = None,
-                   families: bool = True) -> Path:
+                   families: bool = True, seed: int = 0, robot_mesh: str = "visual") -> Path:
     """Draw every category and scene family into one labelled PNG and return its path.
 
     Args:
@@ -57,6 +57,8 @@ def render_gallery(output: str | Path, tile: int = 192, columns: int = 7, catego
         columns: tiles per row.
         categories: only these categories (default: all but the workspaces, which the family tiles show).
         families: add one tile per scene family, its front camera's view.
+        seed: the seed of every reset (where a placement region leaves room to vary).
+        robot_mesh: the robot's meshes in the scene family tiles ("visual" or "collision").
     """
     from libero_ll.envs.gl import ensure_gl_backend
 
@@ -72,9 +74,9 @@ def render_gallery(output: str | Path, tile: int = 192, columns: int = 7, catego
     # Big fixtures in the rows nearest the robot, so that no close view reaches past the walls.
     layout = sorted(things, key=lambda c: -max(get_model(c).half_size))
     tiles = []
-    env = LiberoEnv(_layout_spec(layout), EnvConfig(image_size=tile, settle_steps=20))
+    env = LiberoEnv(_layout_spec(layout), EnvConfig(image_size=tile, settle_steps=20, robot_mesh=robot_mesh))
     try:
-        env.reset(seed=0)
+        env.reset(seed=seed)
         for g in range(env.model.ngeom):
             name = mujoco.mj_id2name(env.model, mujoco.mjtObj.mjOBJ_GEOM, g) or ""
             if name.startswith("wall"):
@@ -102,9 +104,9 @@ def render_gallery(output: str | Path, tile: int = 192, columns: int = 7, catego
             f"{arena.workspace}_plate_init_region": Region("plate_init_region", arena.workspace, [(-0.1, 0.0, -0.1, 0.0)])
         }
         spec.init = [Predicate("on", ("plate_1", f"{arena.workspace}_plate_init_region"))]
-        fam = LiberoEnv(spec, EnvConfig(image_size=tile))
+        fam = LiberoEnv(spec, EnvConfig(image_size=tile, robot_mesh=robot_mesh))
         try:
-            tiles.append(_label(fam.reset(seed=0)["agentview_rgb"], arena.workspace_category))
+            tiles.append(_label(fam.reset(seed=seed)["agentview_rgb"], arena.workspace_category))
         finally:
             fam.close()
     rows = math.ceil(len(tiles) / columns)

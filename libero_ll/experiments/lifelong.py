@@ -374,6 +374,8 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                 log(f"resuming {run_dir}: the run had finished, nothing left to train")
             else:
                 log(f"resuming {run_dir} at stage {pos.stage + 1}/{len(stages)}, {pos.phase} epoch {pos.epoch}")
+                for line in _stream_changes(saved.get("config"), cfg):
+                    log(line)
 
         from torch.utils.tensorboard import SummaryWriter
 
@@ -874,12 +876,35 @@ def _progress_shown(run_dir: Path) -> list[str]:
 #                         lock-step, up to the rounding of batches of another size)
 #   eval.overlap          evaluating in a process of its own: the same scores and kept weights
 #   train.data_on_device  where the training windows are held: the same batches
-#   train.compile         a compiled copy of the same loss, for the machine's device
+#   train.compile         a compiled copy of the same loss, for the machine's device (it draws dropout masks
+#                         otherwise: with this or device changed, a resume says that the run is no longer an
+#                         uninterrupted run's copy bit for bit)
 # Every other difference (the learner, the policy, epochs, tasks, seeds, data.demos_per_task, ...) is an error.
 RESUME_MAY_CHANGE = (
     "device", "num_threads", "output_dir", "data.dir", "data.collect_workers", "eval.workers",
     "eval.envs_per_worker", "eval.overlap", "train.data_on_device", "train.compile",
 )
+
+
+def _stream_changes(started: dict | None, cfg) -> list[str]:
+    """Notes on the settings a resume changed that draw training's random numbers otherwise (another device,
+    compiled or not: dropout masks and augmentation drawn by other code), so that the resumed run goes on as
+    well, but is no longer an uninterrupted run's copy bit for bit."""
+    from omegaconf import OmegaConf
+
+    if not started:
+        return []
+    now = OmegaConf.to_container(cfg, resolve=True)
+    out = []
+    for section, key in ((None, "device"), ("train", "compile")):
+        was = started.get(key) if section is None else (started.get(section) or {}).get(key)
+        new = now.get(key) if section is None else (now.get(section) or {}).get(key)
+        name = key if section is None else f"{section}.{key}"
+        if was != new:
+            out.append(f"note: {name} was {was!r} and is {new!r} now: training's random draws (dropout, "
+                       "augmentation) come from other code from here on, so the run is not an uninterrupted "
+                       "run's copy bit for bit")
+    return out
 
 
 def _check_config_as_started(cfg, saved: dict | None, run_dir: Path, kept: list[Path] | None) -> None:
@@ -1191,7 +1216,9 @@ def _add_corrections(cfg, tasks: list[Path], data: list, embs, obs_keys, log) ->
     t0 = time.time()
     made = ensure_corrections(files, settings, resolve_workers(int(cfg.data.collect_workers), len(files)))
     for t, m in zip(tasks, made):
-        if m is not None:
+        if m is not None and m[1] == 0:
+            log(f"no displaced-object corrections of {t.stem}: its demos grasp no loose object")
+        elif m is not None:
             log(f"made {m[1]} displaced-object corrections ({m[2]} steps) of {t.stem}")
     if any(m is not None for m in made):
         n = sum(m is not None for m in made)

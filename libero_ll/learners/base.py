@@ -40,6 +40,16 @@ PRECISIONS = ("fp32", "bf16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
+def is_number(value) -> bool:
+    """Whether `value` is a finite int or float (true and false are not numbers), for options' checks."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def is_whole(value) -> bool:
+    """Whether `value` is an int (true and false are not), for options' checks."""
+    return not isinstance(value, bool) and isinstance(value, int)
+
+
 @dataclass
 class TrainConfig:
     """Optimisation settings, per task (the LIBERO paper's protocol by default).
@@ -108,6 +118,9 @@ class TrainConfig:
             if not number or value < 0 or (positive and value == 0):
                 kind = "a positive number" if positive else "a non-negative number"
                 raise LiberoError(f"train.{key} must be {kind}, got {value!r}")
+        if self.min_lr > self.lr:
+            raise LiberoError(f"train.min_lr ({self.min_lr:g}) is above train.lr ({self.lr:g}): each task's cosine "
+                              "schedule decays the learning rate from lr to min_lr; set min_lr to lr or less")
         if self.precision is not None and self.precision not in PRECISIONS:
             raise LiberoError(
                 f"train.precision must be one of {', '.join(PRECISIONS)} or null (auto), got {self.precision!r}"

@@ -14,7 +14,7 @@ import torch
 
 from libero_ll.data.dataset import SequenceDataset, TaskData
 from libero_ll.errors import LiberoError
-from libero_ll.learners.base import Learner
+from libero_ll.learners.base import Learner, is_whole
 from libero_ll.learners.registry import register_learner
 
 
@@ -44,7 +44,7 @@ class ER(Learner):
             value = opts[key]
             if key != "replay_batch_size" and value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not is_whole(value) or value < 0:
                 what = "a non-negative integer" + (" or null" if key != "replay_batch_size" else "")
                 raise LiberoError(f"learner er: {key} must be {what}, got {value!r}")
 

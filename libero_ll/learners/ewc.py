@@ -21,7 +21,7 @@ import torch
 
 from libero_ll.data.dataset import TaskData
 from libero_ll.errors import LiberoError
-from libero_ll.learners.base import Learner
+from libero_ll.learners.base import Learner, is_number, is_whole
 from libero_ll.learners.registry import register_learner
 
 
@@ -49,12 +49,12 @@ class EWC(Learner):
 
     @classmethod
     def check_values(cls, opts: dict) -> None:
-        if not isinstance(opts["lambda"], (int, float)) or opts["lambda"] < 0:
+        if not is_number(opts["lambda"]) or opts["lambda"] < 0:
             raise LiberoError(f"learner ewc: lambda must be a number ≥ 0, got {opts['lambda']!r}")
-        if not isinstance(opts["gamma"], (int, float)) or not 0.0 <= opts["gamma"] <= 1.0:
+        if not is_number(opts["gamma"]) or not 0.0 <= opts["gamma"] <= 1.0:
             raise LiberoError(f"learner ewc: gamma must be in [0, 1], got {opts['gamma']!r}")
         fb = opts["fisher_batch_size"]
-        if fb is not None and (not isinstance(fb, int) or fb < 1):
+        if fb is not None and (not is_whole(fb) or fb < 1):
             raise LiberoError(f"learner ewc: fisher_batch_size must be a positive integer or null, got {fb!r}")
         for key, known in (("form", ("paper", "libero_code")), ("fisher_mode", ("eval", "train"))):
             if opts[key] not in known:

@@ -23,7 +23,7 @@ from torch import nn
 
 from libero_ll.data.dataset import TaskData
 from libero_ll.errors import LiberoError
-from libero_ll.learners.base import Learner
+from libero_ll.learners.base import Learner, is_number, is_whole
 from libero_ll.learners.registry import register_learner
 
 
@@ -54,10 +54,10 @@ class PackNet(Learner):
     @classmethod
     def check_values(cls, opts: dict) -> None:
         f = opts["keep_fraction"]
-        if not isinstance(f, (int, float)) or not 0.0 < f <= 1.0:
+        if not is_number(f) or not 0.0 < f <= 1.0:
             raise LiberoError(f"learner packnet: keep_fraction must be in (0, 1], got {f!r}")
         e = opts["finetune_epochs"]
-        if e is not None and (not isinstance(e, int) or e < 0):
+        if e is not None and (not is_whole(e) or e < 0):
             raise LiberoError(f"learner packnet: finetune_epochs must be an integer ≥ 0 or null, got {e!r}")
 
     # ------------------------------------------------------------------ hooks

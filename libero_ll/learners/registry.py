@@ -4,8 +4,25 @@ from __future__ import annotations
 
 from libero_ll.registry import Registry
 
+
+
+def _not_a_learner(obj) -> str | None:
+    """What keeps `obj` from being a learner: a class deriving from Learner whose `options` is a mapping."""
+    from collections.abc import Mapping
+
+    from libero_ll.learners.base import Learner
+
+    if not (isinstance(obj, type) and issubclass(obj, Learner)):
+        return f"{getattr(obj, '__name__', repr(obj))} is not a class deriving from libero_ll.learners.Learner"
+    if not isinstance(obj.options, Mapping):
+        return (f"{obj.__name__}.options must be a dict of option names and their defaults, not "
+                f"{type(obj.options).__name__}")
+    return None
+
+
 LEARNERS: Registry = Registry(
-    "learner", hint="one of your own is named once its code is imported: plugins=[FILE.py] (docs/extending.md)"
+    "learner", hint="one of your own is named once its code is imported: plugins=[FILE.py] (docs/extending.md)",
+    check=_not_a_learner,
 )
 register_learner = LEARNERS.register
 

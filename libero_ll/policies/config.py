@@ -61,20 +61,18 @@ class PolicyConfig:
     action_chunk: int = 1
 
     def __post_init__(self) -> None:
-        self.image_keys = [str(k) for k in self.image_keys]
-        self.lowdim_keys = [str(k) for k in self.lowdim_keys]
-        self.gmm_hidden = [int(h) for h in self.gmm_hidden]
-        self.jitter = [float(j) for j in self.jitter]
+        self.image_keys = self.string_list("image_keys")
+        self.lowdim_keys = self.string_list("lowdim_keys")
+        self.gmm_hidden = self._items("gmm_hidden", "whole numbers", whole_number)
+        self.jitter = self._items("jitter", "numbers", finite_number)
         self.lowdim_components = self._check_components(self.lowdim_components)
         self.require_positive("seq_len gmm_modes action_chunk")
+        self.require_bool("augment_shift augment_jitter deterministic_eval")
         if any(h < 1 for h in self.gmm_hidden):
             raise self.error(f"gmm_hidden widths must be at least 1, got {self.gmm_hidden}")
-        if self.min_std <= 0:
-            raise self.error(f"min_std must be positive, got {self.min_std}")
-        if self.lowdim_noise < 0:
-            raise self.error(f"lowdim_noise must be ≥ 0, got {self.lowdim_noise}")
-        if self.shift_pad < 0:
-            raise self.error(f"shift_pad must be ≥ 0, got {self.shift_pad}")
+        self.min_std = self.require_number("min_std", above=0.0)
+        self.lowdim_noise = self.require_number("lowdim_noise", at_least=0.0)
+        self.shift_pad = self.require_whole("shift_pad", at_least=0)
         if len(self.jitter) != 3 or min(self.jitter) < 0:
             raise self.error(f"jitter must be 3 non-negative strengths, got {self.jitter}")
 
@@ -131,6 +129,53 @@ class PolicyConfig:
             if not inside:
                 raise self.error(f"{name} must be a number in [0, 1), got {value!r}")
 
+    def require_bool(self, names: str) -> None:
+        """Check that every key named in ``names`` is true or false (a quoted "false" is not)."""
+        for name in names.split():
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise self.error(f"{name} must be true or false, got {value!r}")
+
+    def require_number(self, name: str, above: float | None = None, at_least: float | None = None) -> float:
+        """The key ``name`` as a finite float, checked against a bound; a LiberoError names a bad value."""
+        value = getattr(self, name)
+        number = finite_number(value)
+        if number is None or (above is not None and not number > above) or (
+                at_least is not None and not number >= at_least):
+            bound = f" above {above:g}" if above is not None else f" of at least {at_least:g}" if (
+                at_least is not None) else ""
+            raise self.error(f"{name} must be a number{bound}, got {value!r}")
+        return number
+
+    def require_whole(self, name: str, at_least: int = 0) -> int:
+        """The key ``name`` as an int of at least ``at_least``; a LiberoError names a bad value."""
+        value = getattr(self, name)
+        whole = whole_number(value)
+        if whole is None or whole < at_least:
+            raise self.error(f"{name} must be a whole number of at least {at_least}, got {value!r}")
+        return whole
+
+    def string_list(self, name: str) -> list[str]:
+        """The key ``name`` as a list of names (a bare name, which would be read letter by letter, is not)."""
+        value = getattr(self, name)
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or hasattr(value, "items"):
+            raise self.error(f"{name} must be a list of names, e.g. [{value!s}], got {value!r}")
+        out = []
+        for item in value:
+            if not isinstance(item, str) or not item:
+                raise self.error(f"{name} must be a list of names, got {item!r} in it")
+            out.append(item)
+        return out
+
+    def _items(self, name: str, what: str, convert) -> list:
+        value = getattr(self, name)
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or hasattr(value, "items"):
+            raise self.error(f"{name} must be a list of {what}, got {value!r}")
+        out = [convert(v) for v in value]
+        if any(v is None for v in out):
+            raise self.error(f"{name} must be a list of {what}, got {list(value)!r}")
+        return out
+
     def require_choice(self, name: str, allowed: Iterable[str]) -> None:
         """Check that the key ``name`` is one of ``allowed``."""
         allowed = tuple(allowed)
@@ -165,8 +210,7 @@ class ResNetEncoderConfig(PolicyConfig):
         self.require_choice("encoder_stem", ("conv", "patch"))
         self.require_choice("encoder_norm", ("batch", "group", "none"))
         self.require_choice("encoder_pool", ("avg", "spatial_softmax"))
-        if not isinstance(self.encoder_channels_last, bool):
-            raise self.error(f"encoder_channels_last must be true or false, got {self.encoder_channels_last!r}")
+        self.require_bool("encoder_channels_last")
 
 
 @dataclass
@@ -203,10 +247,30 @@ class TemporalTransformerConfig(PolicyConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.current_lowdim_keys = [str(k) for k in self.current_lowdim_keys]
+        self.current_lowdim_keys = self.string_list("current_lowdim_keys")
         stray = [k for k in self.current_lowdim_keys if k not in self.lowdim_keys]
         if stray:
             raise self.error(f"current_lowdim_keys {stray} are not in lowdim_keys {self.lowdim_keys}")
         self.require_positive("extra_embedding_size transformer_layers heads head_size mlp_size")
         self.require_fraction("dropout")
         self.require_choice("position_encoding", ("learned", "sinusoidal"))
+        self.require_bool("language_to_head")
+
+
+def finite_number(value) -> float | None:
+    """`value` as a finite float (an int, a float, or text of one), or None; true and false are not numbers."""
+    import math
+
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def whole_number(value) -> int | None:
+    """`value` as an int when it is a whole number (2, 2.0), or None (2.5, "abc", true)."""
+    number = finite_number(value)
+    return int(number) if number is not None and number == int(number) else None

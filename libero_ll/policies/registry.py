@@ -6,8 +6,26 @@ from typing import Any, Mapping
 
 from libero_ll.registry import Registry
 
+
+
+def _not_a_policy(obj) -> str | None:
+    """What keeps `obj` from being a policy: a class deriving from BasePolicy with a dataclass as its
+    config_class."""
+    import dataclasses
+
+    from libero_ll.policies.base import BasePolicy
+
+    if not (isinstance(obj, type) and issubclass(obj, BasePolicy)):
+        return f"{getattr(obj, '__name__', repr(obj))} is not a class deriving from libero_ll.policies.BasePolicy"
+    config = obj.config_class
+    if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
+        return f"{obj.__name__}.config_class must be a dataclass (a PolicyConfig subclass), not {config!r}"
+    return None
+
+
 POLICIES: Registry = Registry(
-    "policy", hint="one of your own is named once its code is imported: plugins=[FILE.py] (docs/extending.md)"
+    "policy", hint="one of your own is named once its code is imported: plugins=[FILE.py] (docs/extending.md)",
+    check=_not_a_policy,
 )
 register_policy = POLICIES.register
 

@@ -159,18 +159,70 @@ def test_current_settings_and_remaking(made, tmp_path):
     assert ensure_corrections([local], other, workers=1) == [None]
 
 
-def test_a_file_without_a_grasp_is_named(tmp_path, reference_demos):
-    from libero_ll.data.corrections import CorrectionSettings, make_corrections
-    from libero_ll.data.hdf5 import Demo, DemoWriter, read_demos, read_info
+def _copy_with(src, path, edit, demos=1):
+    """A demo file of the first `demos` demos of `src`, each changed by `edit(demo)` (returns the demo)."""
+    from libero_ll.data.hdf5 import DemoWriter, read_demos, read_info
+
+    info = read_info(src)
+    with DemoWriter(path, env_name=info.env_name, problem_info=info.problem_info,
+                    bddl_file_name=info.bddl_file_name, bddl_file_content=info.bddl_file_content,
+                    env_args=info.env_args, generator="test") as w:
+        for demo in read_demos(src, max_demos=demos):
+            w.add(edit(demo))
+    return path
+
+
+def test_a_file_without_a_grasp_gets_no_corrections_and_is_not_looked_at_again(tmp_path, reference_demos):
+    """A task that only opens a drawer or turns a knob has no loose object to move: an empty file, no error."""
+    from libero_ll.data.corrections import CorrectionSettings, ensure_corrections, is_current
+    from libero_ll.data.hdf5 import Demo, read_info
+
+    def never_close(demo):
+        demo.actions[:, 6] = -1.0  # the fingers never close
+        return Demo(demo.actions, demo.states, demo.robot_states, demo.obs, demo.init_state)
+
+    bad = _copy_with(reference_demos[0], tmp_path / "open.hdf5", never_close)
+    settings = CorrectionSettings(per_demo=1, demos=1)
+    [(out, fragments, steps)] = ensure_corrections([bad], settings)
+    assert (fragments, steps) == (0, 0) and read_info(out).num_demos == 0
+    assert is_current(bad, settings) and ensure_corrections([bad], settings) == [None]
+
+
+def test_a_file_without_states_is_named(tmp_path, reference_demos):
+    """Demos imported from elsewhere may hold no simulator states: named, through the worker process too."""
+    from libero_ll.data.corrections import CorrectionSettings, ensure_corrections
+    from libero_ll.data.hdf5 import Demo
     from libero_ll.errors import LiberoError
 
-    src, _ = reference_demos
-    info = read_info(src)
-    demo = read_demos(src, max_demos=1)[0]
-    demo.actions[:, 6] = -1.0  # the fingers never close
-    bad = tmp_path / "open.hdf5"
-    with DemoWriter(bad, env_name=info.env_name, problem_info=info.problem_info, bddl_file_name=info.bddl_file_name,
-                    bddl_file_content=info.bddl_file_content, env_args=info.env_args, generator="test") as w:
-        w.add(Demo(demo.actions, demo.states, demo.robot_states, demo.obs, demo.init_state))
-    with pytest.raises(LiberoError, match="no grasp"):
-        make_corrections(bad, CorrectionSettings(per_demo=1, demos=1))
+    def no_states(demo):
+        T = demo.num_steps
+        return Demo(demo.actions, np.zeros((T, 0)), demo.robot_states, demo.obs, np.zeros(0))
+
+    bad = _copy_with(reference_demos[0], tmp_path / "imported.hdf5", no_states)
+    with pytest.raises(LiberoError, match=r"imported.hdf5: demo 0 \(counting from 0\) holds no simulator states.*"
+                                          r"data.corrections_per_demo=0"):
+        ensure_corrections([bad], CorrectionSettings(per_demo=1, demos=1))
+
+
+def test_corrections_of_demos_collected_again_are_made_again(tmp_path, made):
+    """Same settings, other demos (collected again, another image size, a teleop file in their place): the
+    corrections of the old demos are not kept."""
+    import shutil
+
+    from libero_ll.data.corrections import corrections_path, is_current
+    from libero_ll.data.hdf5 import Demo
+
+    path, out, settings, _, _ = made
+    local = tmp_path / path.name
+    corrections_path(local).parent.mkdir()
+    shutil.copy(out, corrections_path(local))
+
+    def shifted(demo):
+        demo.actions[:, 0] += 0.01
+        return Demo(demo.actions, demo.states, demo.robot_states, demo.obs, demo.init_state)
+
+    _copy_with(path, local, lambda d: d, demos=2)
+    assert is_current(local, settings)  # the same demos, written again: still current
+    local.unlink()
+    _copy_with(path, local, shifted, demos=2)
+    assert not is_current(local, settings)

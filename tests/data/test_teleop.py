@@ -162,23 +162,79 @@ def test_session_writes_the_expert_layout_and_skips_reset_episodes(env, bowl_tas
     assert len(demos[1].actions) == len(expert_actions[2])
 
 
-@pytest.mark.parametrize("how", ["quit key", "KeyboardInterrupt", "SIGINT"])
+@pytest.mark.parametrize("how", ["quit key", "KeyboardInterrupt", "SIGINT", "SIGTERM"])
 def test_quit_and_ctrl_c_keep_the_demos_already_kept(env, bowl_task, tmp_path, expert_actions, how):
-    def sigint():
-        os.kill(os.getpid(), signal.SIGINT)  # the handler only asks the loop to stop
-        return np.zeros(7), CONTINUE
+    def sending(sig):
+        def tick():
+            os.kill(os.getpid(), sig)  # the handler only asks the loop to stop
+            return np.zeros(7), CONTINUE
+        return tick
 
-    end = {"quit key": (None, QUIT), "KeyboardInterrupt": KeyboardInterrupt(), "SIGINT": sigint}[how]
+    end = {"quit key": (None, QUIT), "KeyboardInterrupt": KeyboardInterrupt(), "SIGINT": sending(signal.SIGINT),
+           "SIGTERM": sending(signal.SIGTERM)}[how]
     handler = signal.getsignal(signal.SIGINT)
     out = tmp_path / "teleop.hdf5"
     device = ScriptedDevice([replay(expert_actions[0], idle=0), partial(expert_actions[2], 10, end)])
     stats = teleop_session(bowl_task, out, device, 5, seed=SEED, env=env)
     assert stats.kept == 1 and stats.episodes == 2
-    assert stats.ended_by == ("quit" if how == "quit key" else "interrupted")
+    assert stats.ended_by == {"quit key": "quit", "SIGTERM": "terminated"}.get(how, "interrupted")
     assert [d.seed for d in read_demos(out)] == [episode_seed(TASK, 0, SEED)]
     assert read_info(out).num_demos == 1
     assert signal.getsignal(signal.SIGINT) is handler
     assert sorted(p.name for p in tmp_path.iterdir()) == ["teleop.hdf5"]  # no temporary file left
+
+
+def test_a_ctrl_c_while_the_file_is_written_waits_for_it(env, bowl_task, tmp_path, expert_actions, monkeypatch):
+    from libero_ll.data.hdf5 import DemoWriter
+
+    close = DemoWriter.close
+
+    def interrupted_close(self):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C (after the first, or alone) while the file is written
+        close(self)
+
+    monkeypatch.setattr(DemoWriter, "close", interrupted_close)
+    out = tmp_path / "teleop.hdf5"
+    device = ScriptedDevice([replay(expert_actions[0], idle=0), [(None, QUIT)]])
+    stats = teleop_session(bowl_task, out, device, 5, seed=SEED, env=env)
+    assert stats.kept == 1 and stats.path == out and read_info(out).num_demos == 1
+
+
+def test_an_error_after_a_kept_demo_says_where_it_is(env, bowl_task, tmp_path, expert_actions):
+    from libero_ll.errors import LiberoError
+
+    out = tmp_path / "teleop.hdf5"
+    device = ScriptedDevice([replay(expert_actions[0], idle=0), [LiberoError("the simulator is unstable")]])
+    with pytest.raises(LiberoError, match=f"the simulator is unstable; the 1 demo kept before it is written to "
+                                          f"{out}"):
+        teleop_session(bowl_task, out, device, 5, seed=SEED, env=env)
+    assert read_info(out).num_demos == 1
+
+
+def test_append_keeps_the_earlier_demos_in_front(env, bowl_task, tmp_path, expert_actions):
+    from libero_ll.envs.env import EnvConfig
+    from libero_ll.errors import LiberoError
+
+    out = tmp_path / "teleop.hdf5"
+    teleop_session(bowl_task, out, ScriptedDevice([replay(expert_actions[0])]), 1, seed=SEED, env=env)
+    first = read_demos(out)[0]
+    # The second session goes on from episode 1's reset: discarded, then episode 2's, kept.
+    device = ScriptedDevice([partial(expert_actions[0], 5, (None, RESET)), replay(expert_actions[2])])
+    stats = teleop_session(bowl_task, out, device, 1, seed=SEED, env=env, env_config=_config(), append=True)
+    assert (stats.kept, stats.earlier, stats.path) == (1, 1, out)
+    demos = read_demos(out)
+    assert [d.seed for d in demos] == [episode_seed(TASK, 0, SEED), episode_seed(TASK, 2, SEED)]
+    np.testing.assert_array_equal(demos[0].actions, first.actions)
+    np.testing.assert_array_equal(demos[0].obs["agentview_rgb"], first.obs["agentview_rgb"])
+    assert read_info(out).num_demos == 2
+    with pytest.raises(LiberoError, match="recorded with image_size 32, not 48; append with --image-size 32"):
+        teleop_session(bowl_task, out, ScriptedDevice([]), 1, env=env,
+                       env_config=EnvConfig(image_size=48, robot_mesh="collision"), append=True)
+    soup = bowl_task.parent / "put_the_alphabet_soup_in_the_basket.bddl"
+    with pytest.raises(LiberoError, match="its demos are of another task \\(Put the black bowl on the plate\\), "
+                                          "not put_the_alphabet_soup_in_the_basket"):
+        teleop_session(soup, out, ScriptedDevice([]), 1, env=env, env_config=_config(), append=True)
+    assert read_info(out).num_demos == 2
 
 
 def test_nothing_kept_writes_nothing_and_leaves_an_existing_file(env, bowl_task, tmp_path, expert_actions):

@@ -24,3 +24,25 @@ def test_gallery_tiles_show_their_category(tmp_path):
 def test_render_needs_a_file_or_gallery(capsys):
     assert main(["render", "-o", "x.png"]) == 2
     assert "give a task file, or --gallery" in capsys.readouterr().err
+
+
+def test_the_gallery_takes_the_seed_and_robot_meshes_given(tmp_path, monkeypatch):
+    """`render --gallery --seed S --robot-mesh M` draws with them (they were ignored)."""
+    import libero_ll.envs.env as env_module
+
+    made, resets = [], []
+    real = env_module.LiberoEnv
+
+    class Recorded(real):
+        def __init__(self, spec, config=None):
+            made.append(config.robot_mesh)
+            super().__init__(spec, config)
+
+        def reset(self, seed=None):
+            resets.append(seed)
+            return super().reset(seed=seed)
+
+    monkeypatch.setattr(env_module, "LiberoEnv", Recorded)
+    render_gallery(tmp_path / "g.png", tile=32, columns=1, categories=["plate"], families=False, seed=4,
+                   robot_mesh="collision")
+    assert made == ["collision"] and resets == [4]

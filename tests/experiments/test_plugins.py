@@ -188,6 +188,22 @@ def _write(folder: Path, name: str, text: str) -> Path:
     ("taken.py", "from libero_ll.learners import Learner, register_learner\n\n@register_learner('er')\n"
                  "class Mine(Learner):\n    pass\n",
      "plugins: taken.py: learner 'er' is registered twice (the name is taken); choose another name"),
+    ("func.py", "from libero_ll.learners import register_learner\n\n@register_learner('func_learner')\n"
+                "def mine(policy, train, options):\n    pass\n",
+     "plugins: func.py: learner 'func_learner' cannot be registered: mine is not a class deriving from "
+     "libero_ll.learners.Learner"),
+    ("listed.py", "from libero_ll.learners import Learner, register_learner\n\n"
+                  "@register_learner('listed_learner')\nclass Mine(Learner):\n    options = ['alpha']\n",
+     "plugins: listed.py: learner 'listed_learner' cannot be registered: Mine.options must be a dict of option "
+     "names and their defaults, not list"),
+    ("notpol.py", "from libero_ll.policies import register_policy\n\n@register_policy('not_a_policy')\n"
+                  "class Mine:\n    pass\n",
+     "plugins: notpol.py: policy 'not_a_policy' cannot be registered: Mine is not a class deriving from "
+     "libero_ll.policies.BasePolicy"),
+    ("noconf.py", "from libero_ll.policies import BasePolicy, register_policy\n\n"
+                  "@register_policy('no_config')\nclass Mine(BasePolicy):\n    pass\n",
+     "plugins: noconf.py: policy 'no_config' cannot be registered: Mine.config_class must be a dataclass (a "
+     "PolicyConfig subclass), not None"),
     ("json.py", "X = 1\n", "plugins: json.py: a module named 'json' is already imported from"),
     ("my-code.py", "X = 1\n", "plugins: my-code.py: 'my-code' cannot be a module's name"),
 ])

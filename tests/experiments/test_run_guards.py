@@ -264,6 +264,19 @@ def test_resume_allows_what_another_machine_changes(run_copy, capsys):
     assert (run_copy / "final_policy.pt").exists()
 
 
+def test_a_resume_on_another_device_or_compiled_says_it_is_not_bit_for_bit():
+    from omegaconf import OmegaConf
+
+    started = {"device": "cpu", "train": {"compile": False, "lr": 0.001}}
+    same = OmegaConf.create(started)
+    assert lifelong._stream_changes(started, same) == []
+    other = OmegaConf.create({"device": "cuda", "train": {"compile": "reduce-overhead", "lr": 0.001}})
+    notes = lifelong._stream_changes(started, other)
+    assert [n.split(" was ")[0] for n in notes] == ["note: device", "note: train.compile"]
+    assert "train.compile was False and is 'reduce-overhead' now" in notes[1] and "bit for bit" in notes[1]
+    assert lifelong._stream_changes(None, other) == []
+
+
 # --- 6. SIGTERM and Ctrl-C --------------------------------------------------------------------------------------
 
 

@@ -333,9 +333,19 @@ def test_learner_options_are_checked_early():
         ("packnet", {"prune": 0.5}, "prune"),
         ("er", {"replay_batch_size": -1}, "replay_batch_size"),
         ("mtl", {"epochs": 3}, "epochs"),
+        # true passed as 1: PackNet's first task then took every weight and left none for the next.
+        ("packnet", {"keep_fraction": True}, "keep_fraction must be in \\(0, 1\\], got True"),
+        ("packnet", {"finetune_epochs": True}, "finetune_epochs"),
+        ("ewc", {"fisher_batch_size": True}, "fisher_batch_size must be a positive integer or null, got True"),
+        ("ewc", {"gamma": True}, "gamma must be in \\[0, 1\\], got True"),
+        ("ewc", {"lambda": float("inf")}, "lambda"),
+        ("er", {"memory_demos": True}, "memory_demos"),
     ]:
         with pytest.raises(LiberoError, match=word):
             make_learner(name, policy, TrainConfig(), opts)
+    # A floor above the start: the "decay" raised the learning rate through every task.
+    with pytest.raises(LiberoError, match="train.min_lr \\(0.01\\) is above train.lr \\(0.0001\\)"):
+        TrainConfig(lr=1e-4, min_lr=1e-2)
 
 
 def test_mtl_is_one_stage_of_all_tasks():

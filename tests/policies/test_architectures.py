@@ -302,11 +302,50 @@ def test_lowdim_components_errors_say_what_is_wrong(components, message):
         make_policy("resnet_t", {**TINY["resnet_t"], "lowdim_components": components}, SHAPE_META)
 
 
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("gmm_hidden", 512, "gmm_hidden must be a list of whole numbers, got 512"),
+        ("gmm_hidden", [512.5], "gmm_hidden must be a list of whole numbers"),
+        ("jitter", 0.3, "jitter must be a list of numbers, got 0.3"),
+        ("min_std", "abc", "min_std must be a number above 0, got 'abc'"),
+        ("min_std", None, "min_std must be a number above 0, got None"),
+        ("min_std", float("nan"), "min_std must be a number above 0"),
+        ("lowdim_noise", "abc", "lowdim_noise must be a number of at least 0, got 'abc'"),
+        ("shift_pad", 2.5, "shift_pad must be a whole number of at least 0, got 2.5"),
+        ("shift_pad", "abc", "shift_pad must be a whole number of at least 0"),
+        # A quoted "false" was taken as true: augmentation on, sampled actions off.
+        ("augment_shift", "false", "augment_shift must be true or false, got 'false'"),
+        ("augment_jitter", 1, "augment_jitter must be true or false, got 1"),
+        ("deterministic_eval", "abc", "deterministic_eval must be true or false"),
+        ("language_to_head", "yes", "language_to_head must be true or false"),
+        ("encoder_channels_last", "no", "encoder_channels_last must be true or false"),
+        # A bare name was read letter by letter.
+        ("image_keys", "agentview_rgb", "image_keys must be a list of names, e.g. \\[agentview_rgb\\]"),
+        ("current_lowdim_keys", "joint_states", "current_lowdim_keys must be a list of names"),
+        ("lowdim_keys", [3], "lowdim_keys must be a list of names, got 3 in it"),
+    ],
+)
+def test_shared_config_values_of_the_wrong_kind_are_named(key, value, message):
+    with pytest.raises(LiberoError, match=f"resnet_t: {message}"):
+        make_policy("resnet_t", {**TINY["resnet_t"], key: value}, SHAPE_META)
+
+
+def test_config_numbers_written_as_text_or_whole_floats_are_taken():
+    """What a YAML file or an override may give: 2.0 for a whole number, "1e-4" for a float."""
+    cfg = make_policy("resnet_t", {**TINY["resnet_t"], "shift_pad": 2.0, "min_std": "1e-4"}, SHAPE_META).cfg
+    assert (cfg.shift_pad, type(cfg.shift_pad), cfg.min_std) == (2, int, 1e-4)
+
+
 def test_architecture_specific_config_errors():
     with pytest.raises(LiberoError, match="rnn_dropout"):
         ResNetRNNConfig(rnn_dropout=1.5)
     with pytest.raises(LiberoError, match="rnn_horizon"):
         ResNetRNNConfig(rnn_horizon=-1)
+    with pytest.raises(LiberoError, match="rnn_horizon must be null, 0 or a number of steps, got 'abc'"):
+        ResNetRNNConfig(rnn_horizon="abc")
+    with pytest.raises(LiberoError, match="patch_stem_channels must be a whole number of at least 0, got 'abc'"):
+        ViTTConfig(patch_stem_channels="abc")
     with pytest.raises(LiberoError, match="spatial_heads"):
         ViTTConfig(spatial_heads=0)
     with pytest.raises(LiberoError, match="patch_norm"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from libero_ll.policies.config import ResNetEncoderConfig
+from libero_ll.policies.config import ResNetEncoderConfig, whole_number
 
 
 @dataclass
@@ -35,8 +35,10 @@ class ResNetRNNConfig(ResNetEncoderConfig):
             "embed_size language_proj_size rnn_hidden_size rnn_layers"
         )
         self.require_fraction("rnn_dropout")
-        if self.rnn_horizon is not None and int(self.rnn_horizon) < 0:
-            raise self.error(f"rnn_horizon must be null, 0 or a number of steps, got {self.rnn_horizon}")
+        if self.rnn_horizon is not None:
+            if whole_number(self.rnn_horizon) is None or whole_number(self.rnn_horizon) < 0:
+                raise self.error(f"rnn_horizon must be null, 0 or a number of steps, got {self.rnn_horizon!r}")
+            self.rnn_horizon = whole_number(self.rnn_horizon)
 
     @property
     def state_horizon(self) -> int:

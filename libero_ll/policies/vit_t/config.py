@@ -45,7 +45,6 @@ class ViTTConfig(TemporalTransformerConfig):
             "patch_size spatial_embed_size spatial_layers spatial_heads spatial_head_size spatial_mlp_size "
             "embed_size language_proj_size"
         )
-        if self.patch_stem_channels < 0:
-            raise self.error(f"patch_stem_channels must be ≥ 0, got {self.patch_stem_channels}")
+        self.patch_stem_channels = self.require_whole("patch_stem_channels", at_least=0)
         self.require_fraction("spatial_dropout")
         self.require_choice("patch_norm", ("batch", "group", "none"))
