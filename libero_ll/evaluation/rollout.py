@@ -81,8 +81,57 @@ class Rollout:
     final_state: np.ndarray
 
 
+def rollout_stream(seed: int, index: int) -> np.random.Generator:
+    """The random stream of rollout `index` of an evaluation of one task seeded `seed`: a sampling policy
+    draws that rollout's actions from it (`BasePolicy.use_streams`), wherever the rollout runs."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed), int(index)]))
+
+
+def draw_seed() -> int:
+    """A seed for an evaluation that was given none, drawn from torch's stream (isolated by the caller)."""
+    import torch
+
+    return int(torch.randint(0, 2**62, (), dtype=torch.int64).item())
+
+
+def run_rollout(policy, env, init_state: np.ndarray, task_emb: np.ndarray, max_steps: int, still_steps: int,
+                stream: np.random.Generator, index: int = 0, recorder=None, task: int = 0) -> Rollout:
+    """One episode from `init_state`, the policy's sampled actions drawn from `stream` (arguments as
+    `run_rollouts`; `index` is the rollout's number for the recorder and the result)."""
+    still = StillnessMonitor(still_steps)
+    where = position_coordinates(env.model)
+    obs = env.reset_to(init_state)
+    policy.reset(1)
+    use_streams = getattr(policy, "use_streams", None)
+    if use_streams is not None:
+        use_streams([stream])
+    still.reset(env.data.qpos[where])
+    success, steps = False, 0
+    if recorder is not None:
+        recorder.frame(task, index, obs)
+    try:
+        while steps < max_steps:
+            action = policy.act({k: v[None] for k, v in obs.items()}, task_emb)[0]
+            obs, _, info = env.step(action)
+            steps += 1
+            if recorder is not None:
+                recorder.frame(task, index, obs)
+            if info["success"]:
+                success = True
+                break
+            if still.update(env.data.qpos[where]):
+                break
+    finally:
+        if use_streams is not None:
+            use_streams(None)
+    if recorder is not None:
+        recorder.end(task, index, success)
+    return Rollout(index, success, steps, env.get_state())
+
+
 def run_rollouts(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int,
-                 max_steps: int, still_steps: int = 0, recorder=None, task: int = 0) -> list[Rollout]:
+                 max_steps: int, still_steps: int = 0, recorder=None, task: int = 0,
+                 seed: int | None = None) -> list[Rollout]:
     """Run `num_rollouts` episodes one after another in `env`.
 
     Args:
@@ -98,32 +147,12 @@ def run_rollouts(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num
             first after the reset, then one per step) and ``recorder.end(task, i, success)`` its end (e.g.
             `libero_ll.evaluation.video.RolloutVideos`).
         task: the task number passed to the recorder.
+        seed: the evaluation's seed: rollout i draws its sampled actions from ``rollout_stream(seed, i)``, as
+            it does in a `ParallelEvaluator` given the same seed. None draws one from torch's stream.
     """
-    out = []
-    still = StillnessMonitor(still_steps)
-    where = position_coordinates(env.model)
-    for i in range(num_rollouts):
-        obs = env.reset_to(init_states[i % len(init_states)])
-        policy.reset(1)
-        still.reset(env.data.qpos[where])
-        success, steps = False, 0
-        if recorder is not None:
-            recorder.frame(task, i, obs)
-        while steps < max_steps:
-            action = policy.act({k: v[None] for k, v in obs.items()}, task_emb)[0]
-            obs, _, info = env.step(action)
-            steps += 1
-            if recorder is not None:
-                recorder.frame(task, i, obs)
-            if info["success"]:
-                success = True
-                break
-            if still.update(env.data.qpos[where]):
-                break
-        if recorder is not None:
-            recorder.end(task, i, success)
-        out.append(Rollout(i, success, steps, env.get_state()))
-    return out
+    seed = draw_seed() if seed is None else int(seed)
+    return [run_rollout(policy, env, init_states[i % len(init_states)], task_emb, max_steps, still_steps,
+                        rollout_stream(seed, i), i, recorder, task) for i in range(num_rollouts)]
 
 
 def success_rate(rollouts: list[Rollout]) -> float:
@@ -132,6 +161,7 @@ def success_rate(rollouts: list[Rollout]) -> float:
 
 
 def evaluate_task(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int, max_steps: int,
-                  still_steps: int = 0) -> float:
+                  still_steps: int = 0, seed: int | None = None) -> float:
     """Fraction of rollouts in which the task's goal held before `max_steps` (arguments as `run_rollouts`)."""
-    return success_rate(run_rollouts(policy, env, init_states, task_emb, num_rollouts, max_steps, still_steps))
+    return success_rate(run_rollouts(policy, env, init_states, task_emb, num_rollouts, max_steps, still_steps,
+                                     seed=seed))

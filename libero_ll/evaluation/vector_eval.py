@@ -18,6 +18,9 @@ its init_states[i % M], and a free worker takes the next rollout waiting, of the
   `run_rollouts` up to the rounding of a batch of another size. With several rollouts per worker the
   policy acts on larger batches, less often: on 2 CPU cores, ten rollouts of a cpu-preset network took
   15.0 s with three per worker against 16.8 s with one (docs/speed.md).
+
+Either way a sampling policy draws rollout i of a job from that rollout's own stream
+(`libero_ll.evaluation.rollout.rollout_stream`), so its rollouts do not depend on where they run.
 """
 
 from __future__ import annotations
@@ -31,7 +34,14 @@ from typing import NamedTuple
 import numpy as np
 
 from libero_ll.errors import LiberoError
-from libero_ll.evaluation.rollout import Rollout, StillnessMonitor, position_coordinates, success_rate
+from libero_ll.evaluation.rollout import (
+    Rollout,
+    StillnessMonitor,
+    draw_seed,
+    position_coordinates,
+    rollout_stream,
+    success_rate,
+)
 
 
 def _worker(conn, task_files: list[str], env_cfg) -> None:
@@ -58,18 +68,19 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
                 if cmd == "policy":  # args: the bytes of `_policy_message`
                     policy = _load_policy(args, policy)
                     conn.send(("ok", None))
-                elif cmd == "rollout":  # args: (task, initial state, task_emb, max_steps, still_steps, seed)
+                elif cmd == "rollout":
+                    # args: (task, initial state, task_emb, max_steps, still_steps, seed, rollout number)
                     import torch
 
-                    from libero_ll.evaluation.rollout import run_rollouts
+                    from libero_ll.evaluation.rollout import rollout_stream, run_rollout
 
-                    task, state, task_emb, max_steps, still_steps, seed = args
+                    task, state, task_emb, max_steps, still_steps, seed, index = args
                     env, where = take_env(task)
                     try:
-                        torch.manual_seed(seed)
                         # Inference mode: a tenth off the policy's step; the rollout's history starts inside it.
                         with torch.inference_mode():
-                            (done,) = run_rollouts(policy, env, state[None], task_emb, 1, max_steps, still_steps)
+                            done = run_rollout(policy, env, state, task_emb, max_steps, still_steps,
+                                               rollout_stream(seed, index), index)
                     finally:
                         idle[task].append((env, where))
                     conn.send(("ok", (done.success, done.steps, done.final_state)))
@@ -148,12 +159,15 @@ class RolloutJob(NamedTuple):
         init_states: (M, S) fixed initial states; rollout i starts from init_states[i % M].
         task_emb: (D,) language embedding of the task.
         num_rollouts: how many episodes.
+        seed: rollout i draws its sampled actions from ``rollout_stream(seed, i)``
+            (`libero_ll.evaluation.rollout`), wherever it runs; None: a seed drawn from torch's stream.
     """
 
     task: int
     init_states: np.ndarray
     task_emb: np.ndarray
     num_rollouts: int
+    seed: int | None = None
 
 
 class ParallelEvaluator:
@@ -221,13 +235,14 @@ class ParallelEvaluator:
         try:
             status, value = self._conns[w].recv()
         except EOFError:
+            self._procs[w].join(timeout=5)  # its exit code is known once it is reaped
             raise LiberoError(f"evaluation worker {w} died (exit code {self._procs[w].exitcode})") from None
         if status != "ok":
             raise LiberoError(f"evaluation worker {w} failed: {value}")
         return value
 
     def rollouts(self, policy, task: int, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int,
-                 max_steps: int, still_steps: int = 0, recorder=None) -> list[Rollout]:
+                 max_steps: int, still_steps: int = 0, recorder=None, seed: int | None = None) -> list[Rollout]:
         """Run `num_rollouts` episodes of task number `task`, spread over the workers.
 
         Args:
@@ -240,11 +255,12 @@ class ParallelEvaluator:
             still_steps: end a rollout as failed once nothing in its scene has moved for this many steps
                 (see StillnessMonitor); 0 runs every failing rollout to the cap.
             recorder: receives the rollouts' observations and ends, as in `rollouts_many`.
+            seed: the seed of the rollouts' random streams (see RolloutJob).
 
         Returns:
             The rollouts in order of their number.
         """
-        job = RolloutJob(task, init_states, task_emb, num_rollouts)
+        job = RolloutJob(task, init_states, task_emb, num_rollouts, seed)
         return self.rollouts_many(policy, [job], max_steps, still_steps, recorder)[0]
 
     def rollouts_many(self, policy, jobs: list, max_steps: int, still_steps: int = 0,
@@ -258,14 +274,16 @@ class ParallelEvaluator:
         tasks. A rollout ends on success,
         when its scene has been still for `still_steps` steps, or at `max_steps`, as in `rollouts`; rollout
         i of a job starts from that job's init_states[i % M], so a policy whose actions for one env depend
-        only on that env's history (and its embedding) gives each job the rollouts it gets alone.
+        only on that env's history (and its embedding) gives each job the rollouts it gets alone. A sampling
+        policy draws rollout i of a job from that job's stream i (RolloutJob's seed), on either path, so
+        neither the number of workers, nor envs_per_worker, nor a recorder changes what it draws.
 
         Args:
             policy: a BasePolicy (or, in lock-step, anything with its `reset` and `act`); in lock-step,
                 `act` is called with a batch of one observation per slot (rollout in
                 flight, at most workers x envs_per_worker) and task embeddings (N, D), and
                 `reset(N, env_ids=[s, ...])` when slots start new rollouts.
-            jobs: RolloutJob (or (task, init_states, task_emb, num_rollouts)) tuples; see RolloutJob.
+            jobs: RolloutJob (or (task, init_states, task_emb, num_rollouts[, seed])) tuples; see RolloutJob.
             max_steps: episode cap, policy steps.
             still_steps: end a rollout as failed once nothing in its scene has moved for this many steps
                 (see StillnessMonitor); 0 runs every failing rollout to the cap.
@@ -284,6 +302,7 @@ class ParallelEvaluator:
         dims = {job.task_emb.shape for job in jobs if job.num_rollouts > 0}
         if len(dims) > 1:
             raise LiberoError(f"the jobs' task embeddings differ in shape: {sorted(dims)}")
+        jobs = [job if job.seed is not None else job._replace(seed=draw_seed()) for job in jobs]
         if self._runs_in_workers(policy, recorder):
             return self._rollouts_in_workers(policy, jobs, max_steps, still_steps)
         queue = [(k, i) for k, job in enumerate(jobs) for i in range(job.num_rollouts)]
@@ -295,12 +314,14 @@ class ParallelEvaluator:
             return [[] for _ in jobs]
         queue.reverse()  # popped from the end: the first job's first rollout goes first
         slot: list[tuple[int, int]] = [(0, 0)] * n  # (job, rollout number) each slot is stepping
+        streams: list = [None] * n  # the random stream of each slot's rollout
 
         def start(slots: list[int]) -> dict[int, list]:
             items = []
             for s in slots:
                 k, i = slot[s] = queue.pop()
                 job = jobs[k]
+                streams[s] = rollout_stream(job.seed, i)
                 items.append((s, job.task, job.init_states[i % len(job.init_states)], still_steps))
             return self._send("reset", items)
 
@@ -317,42 +338,49 @@ class ParallelEvaluator:
         steps = [0] * n
         active = [True] * n
         policy.reset(n)
-        while any(active):
-            # The batch keeps its size so that each slot keeps its place in the policy's history: finished
-            # slots feed their last observation and their actions are dropped.
-            batch = {key: np.stack([o[key] for o in obs]) for key in obs[0]}
-            actions = policy.act(batch, embs)
-            stepped = self._gather(self._send("step", [(s, actions[s]) for s in range(n) if active[s]]))
-            ended = []
-            for s in sorted(stepped):
-                obs[s], success, stuck = stepped[s]
-                steps[s] += 1
-                record(s)
-                if success or stuck or steps[s] >= max_steps:
-                    ended.append((s, success))
-            if not ended:
-                continue
-            # Ask for every ended rollout's final state and send the next starts before waiting for any of
-            # them; a worker frees an ended rollout's env before it starts the next.
-            finishing = self._send("finish", [(s,) for s, _ in ended])
-            finished = {s: slot[s] for s, _ in ended}
-            restarted = [s for s, _ in ended][: len(queue)]
-            starting = start(restarted)
-            final = self._gather(finishing)
-            following = self._gather(starting)
-            for s, success in ended:
-                k, i = finished[s]
-                done[k][i] = Rollout(i, success, steps[s], final[s])
-                if recorder is not None:
-                    recorder.end(jobs[k].task, i, success)
-                if s in following:
-                    obs[s], steps[s] = following[s], 0
-                    embs[s] = jobs[slot[s][0]].task_emb
+        use_streams = getattr(policy, "use_streams", None)
+        if use_streams is not None:
+            use_streams(streams)  # the list itself: a slot's entry is replaced when it starts another rollout
+        try:
+            while any(active):
+                # The batch keeps its size so that each slot keeps its place in the policy's history: finished
+                # slots feed their last observation and their actions are dropped.
+                batch = {key: np.stack([o[key] for o in obs]) for key in obs[0]}
+                actions = policy.act(batch, embs)
+                stepped = self._gather(self._send("step", [(s, actions[s]) for s in range(n) if active[s]]))
+                ended = []
+                for s in sorted(stepped):
+                    obs[s], success, stuck = stepped[s]
+                    steps[s] += 1
                     record(s)
-                else:
-                    active[s] = False
-            if restarted:
-                policy.reset(n, env_ids=restarted)
+                    if success or stuck or steps[s] >= max_steps:
+                        ended.append((s, success))
+                if not ended:
+                    continue
+                # Ask for every ended rollout's final state and send the next starts before waiting for any of
+                # them; a worker frees an ended rollout's env before it starts the next.
+                finishing = self._send("finish", [(s,) for s, _ in ended])
+                finished = {s: slot[s] for s, _ in ended}
+                restarted = [s for s, _ in ended][: len(queue)]
+                starting = start(restarted)
+                final = self._gather(finishing)
+                following = self._gather(starting)
+                for s, success in ended:
+                    k, i = finished[s]
+                    done[k][i] = Rollout(i, success, steps[s], final[s])
+                    if recorder is not None:
+                        recorder.end(jobs[k].task, i, success)
+                    if s in following:
+                        obs[s], steps[s] = following[s], 0
+                        embs[s] = jobs[slot[s][0]].task_emb
+                        record(s)
+                    else:
+                        active[s] = False
+                if restarted:
+                    policy.reset(n, env_ids=restarted)
+        finally:
+            if use_streams is not None:
+                use_streams(None)
         return [[d[i] for i in range(job.num_rollouts)] for d, job in zip(done, jobs)]
 
     def _runs_in_workers(self, policy, recorder) -> bool:
@@ -367,11 +395,9 @@ class ParallelEvaluator:
         """`rollouts_many` with each worker running whole rollouts, one at a time, with a copy of the policy.
 
         A free worker takes the next rollout waiting; the policy acts on a batch of one, as `run_rollouts`
-        makes it act. Each rollout draws its sampled actions from a torch stream of its own, seeded from this
-        process's torch stream, its job and its number, so which worker runs it does not matter.
+        makes it act, and draws its sampled actions from the rollout's own stream (its job's seed and its
+        number), so which worker runs it does not matter.
         """
-        import torch
-
         queue = [(k, i) for k, job in enumerate(jobs) for i in range(job.num_rollouts)]
         done: list[dict[int, Rollout]] = [{} for _ in jobs]
         if not queue:
@@ -380,16 +406,14 @@ class ParallelEvaluator:
         for w in range(self.workers):
             self._call(w, "policy", message)
         self._settle(range(self.workers))
-        base = int(torch.randint(0, 2**31 - 1, ()).item())
         queue.reverse()
         running: dict[int, tuple[int, int]] = {}  # worker -> (job, rollout number)
 
         def give(w: int) -> None:
             k, i = running[w] = queue.pop()
             job = jobs[k]
-            seed = int(np.random.SeedSequence([base, k, i]).generate_state(1)[0])
             self._call(w, "rollout", (job.task, job.init_states[i % len(job.init_states)], job.task_emb,
-                                      max_steps, still_steps, seed))
+                                      max_steps, still_steps, job.seed, i))
 
         for w in range(min(self.workers, len(queue))):
             give(w)
@@ -422,12 +446,15 @@ class ParallelEvaluator:
     def _check_job(self, k: int, job) -> RolloutJob:
         """The job as a RolloutJob of arrays, or a LiberoError saying what is wrong with it."""
         try:
-            task, init_states, task_emb, num_rollouts = job
+            task, init_states, task_emb, num_rollouts, *more = job
+            if len(more) > 1:
+                raise ValueError("too many items")
+            seed = int(more[0]) if more and more[0] is not None else None
             task, num_rollouts = int(task), int(num_rollouts)
             init_states, task_emb = np.asarray(init_states), np.asarray(task_emb, dtype=np.float32)
         except (TypeError, ValueError):
             raise LiberoError(
-                f"evaluation job {k}: expected (task, init_states, task_emb, num_rollouts), got {job!r}"
+                f"evaluation job {k}: expected (task, init_states, task_emb, num_rollouts[, seed]), got {job!r}"
             ) from None
         if not 0 <= task < self._num_tasks:
             raise LiberoError(f"evaluation job {k}: task {task} is not one of the {self._num_tasks} tasks")
@@ -441,12 +468,13 @@ class ParallelEvaluator:
             )
         if task_emb.ndim != 1:
             raise LiberoError(f"evaluation job {k}: task_emb must be (D,), got shape {task_emb.shape}")
-        return RolloutJob(task, init_states, task_emb, num_rollouts)
+        return RolloutJob(task, init_states, task_emb, num_rollouts, seed)
 
     def evaluate(self, policy, task: int, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int,
-                 max_steps: int, still_steps: int = 0) -> float:
+                 max_steps: int, still_steps: int = 0, seed: int | None = None) -> float:
         """Success rate over `num_rollouts` episodes (arguments as `rollouts`)."""
-        return success_rate(self.rollouts(policy, task, init_states, task_emb, num_rollouts, max_steps, still_steps))
+        return success_rate(self.rollouts(policy, task, init_states, task_emb, num_rollouts, max_steps, still_steps,
+                                          seed=seed))
 
     def evaluate_many(self, policy, jobs: list, max_steps: int, still_steps: int = 0) -> list[float]:
         """Success rate of each job, its rollouts run alongside the others' (arguments as `rollouts_many`)."""

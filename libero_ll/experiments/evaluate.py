@@ -433,16 +433,18 @@ def evaluate_run(
         try:
             for j in chosen:
                 t0 = time.time()
-                with learner.eval_context(j), isolated_rng(derive_seed(int(cfg.seed), EVALUATE_STREAM, j)), \
-                        torch.no_grad():
+                stream = derive_seed(int(cfg.seed), EVALUATE_STREAM, j)
+                with learner.eval_context(j), isolated_rng(stream), torch.no_grad():
                     policy.eval()
                     args = (states[j], embs[j], n_rollouts, cap, int(cfg.eval.still_steps))
+                    # Rollout i draws its sampled actions from its own stream (seed `stream`, i): the same with
+                    # any number of workers, and with --video.
                     if evaluator is not None:
-                        done = evaluator.rollouts(policy, j, *args, recorder=recorder)
+                        done = evaluator.rollouts(policy, j, *args, recorder=recorder, seed=stream)
                     else:
                         if j not in envs:
                             envs[j] = LiberoEnv(task_files[j], env_cfg)
-                        done = run_rollouts(policy, envs[j], *args, recorder=recorder, task=j)
+                        done = run_rollouts(policy, envs[j], *args, recorder=recorder, task=j, seed=stream)
                 wins = [r for r in done if r.success]
                 low, high = wilson_interval(len(wins), len(done))
                 results.append(TaskResult(

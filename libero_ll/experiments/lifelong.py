@@ -653,8 +653,10 @@ def evaluate_tasks(tasks: list[int], when: tuple[int, ...], cfg, policy, learner
 
     rollouts, max_steps, still = int(cfg.eval.rollouts), int(cfg.eval.max_steps), int(cfg.eval.still_steps)
     seed = int(cfg.seed)
+    # Rollout i of task j at this evaluation point draws its sampled actions from a stream of its own, seeded
+    # by (run seed, stage, epoch, task) and i: the same however the rollouts are spread over processes.
     if evaluator is not None and len(tasks) > 1 and learner.shares_eval_context(list(tasks)):
-        jobs = [(j, init_states[j], embs[j], rollouts) for j in tasks]
+        jobs = [(j, init_states[j], embs[j], rollouts, derive_seed(seed, *when, j)) for j in tasks]
         stream = derive_seed(seed, *when, ALL_TASKS)
         with learner.eval_context(tasks[0]), isolated_rng(stream), torch.no_grad():
             policy.eval()
@@ -666,9 +668,9 @@ def evaluate_tasks(tasks: list[int], when: tuple[int, ...], cfg, policy, learner
             policy.eval()
             args = (init_states[j], embs[j], rollouts, max_steps, still)
             if evaluator is not None:
-                scores.append(evaluator.evaluate(policy, j, *args))
+                scores.append(evaluator.evaluate(policy, j, *args, seed=derive_seed(seed, *when, j)))
             else:
-                scores.append(evaluate_task(policy, envs[j], *args))
+                scores.append(evaluate_task(policy, envs[j], *args, seed=derive_seed(seed, *when, j)))
     return scores
 
 

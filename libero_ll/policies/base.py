@@ -19,7 +19,7 @@ from torch import nn
 from libero_ll.data.dataset import SequenceDataset, TaskData
 from libero_ll.errors import LiberoError
 from libero_ll.policies.augment import WindowAugment
-from libero_ll.policies.gmm import GMMHead, gmm_log_prob, gmm_mode
+from libero_ll.policies.gmm import GMMHead, gmm_log_prob, gmm_mode, gmm_sample_with
 
 
 def coerce_config(config_class: type, cfg: Any) -> Any:
@@ -108,6 +108,7 @@ class BasePolicy(nn.Module):
             self.register_buffer(f"lowdim_std_{key}", torch.ones(size))
         self._tokens: torch.Tensor | None = None  # (N, L, M, E) tokens of the last L ≤ seq_len steps
         self._lengths: torch.Tensor | None = None  # (N,) valid steps per env, the newest at the end
+        self._streams: list | None = None  # one numpy Generator per env for sampled actions (use_streams)
         # Temporal ensembling of action chunks: per env, the sum and number of the predictions made so far
         # for the current step (index 0) and the next action_chunk - 1.
         self._pending: tuple[torch.Tensor, torch.Tensor] | None = None  # (N, C, A), (N, C)
@@ -339,13 +340,36 @@ class BasePolicy(nn.Module):
         try:
             feats = self.rollout_features(self.encode_steps(self.preprocess(step), emb))
             dist = self.head(feats)
-            action = gmm_mode(dist) if self.cfg.deterministic_eval else dist.sample()
+            if self.cfg.deterministic_eval:
+                action = gmm_mode(dist)
+            elif self._streams is not None:
+                action = self._sample_from_streams(dist, n)
+            else:
+                action = dist.sample()
             if self.action_chunk > 1:
                 action = self._ensemble(action.view(n, self.action_chunk, self.action_dim))
         finally:
             if was_training:
                 self.train()
         return action.clamp(-1.0, 1.0).float().cpu().numpy()
+
+    def use_streams(self, streams: list | None) -> None:
+        """Draw the sampled actions of env i of the next `act` calls from ``streams[i]``, a numpy Generator
+        (the caller may replace an entry when env i starts another rollout); None draws them from torch's
+        stream. An evaluation gives each rollout a stream of its own (`libero_ll.evaluation.rollout`), so
+        that a rollout's actions do not depend on where it runs: in one process, in a worker, or in a
+        lock-step batch of any size, on any device."""
+        self._streams = streams
+
+    def _sample_from_streams(self, dist, n: int) -> torch.Tensor:
+        """`gmm_sample_with` on one uniform and one standard normal per action number, drawn for each env
+        from its stream."""
+        if len(self._streams) != n:
+            raise LiberoError(f"act got {n} envs but {len(self._streams)} random streams; call use_streams")
+        width = dist.component_distribution.base_dist.loc.shape[-1]
+        draws = np.stack([np.concatenate([[s.random()], s.standard_normal(width)]) for s in self._streams])
+        draws = torch.as_tensor(draws, dtype=torch.float32).to(self.device)
+        return gmm_sample_with(dist, draws[:, 0], draws[:, 1:])
 
     def _ensemble(self, chunk: torch.Tensor) -> torch.Tensor:
         """Add a new chunk (N, C, A) of predictions to the pending ones; the mean for the current step, (N, A)."""

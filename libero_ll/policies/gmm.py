@@ -59,6 +59,19 @@ def gmm_mode(dist: MixtureSameFamily) -> torch.Tensor:
     return means.gather(-2, index).squeeze(-2)
 
 
+def gmm_sample_with(dist: MixtureSameFamily, uniforms: torch.Tensor, normals: torch.Tensor) -> torch.Tensor:
+    """A sample of the mixture made from given random numbers, (N, A): the component whose cumulative weight
+    first exceeds ``uniforms`` (N,), in [0, 1), then its mean plus its standard deviations times ``normals``
+    (N, A), standard normal. Distributed as ``dist.sample()``; the numbers may come from any source (one
+    stream per rollout), so that the same numbers give the same action on any device and in any batch."""
+    logits = dist.mixture_distribution.logits
+    means, stds = dist.component_distribution.base_dist.loc, dist.component_distribution.base_dist.scale
+    cumulative = torch.cumsum(torch.softmax(logits.float(), dim=-1), dim=-1)
+    chosen = (uniforms.to(cumulative)[:, None] >= cumulative).sum(dim=-1).clamp_(max=logits.shape[-1] - 1)
+    rows = torch.arange(len(chosen), device=chosen.device)
+    return means[rows, chosen] + stds[rows, chosen] * normals.to(means)
+
+
 class GMMHead(nn.Module):
     """MLP from features to a Gaussian mixture over actions (tanh means, softplus stds).
 

@@ -33,12 +33,13 @@ class RecordingEvaluator:
     def _weights(self, policy):
         return torch.cat([p.detach().flatten() for p in policy.parameters()]).clone()
 
-    def evaluate(self, policy, task, init_states, task_emb, num_rollouts, max_steps, still_steps=0):
-        self.calls.append(("one", [task], self._weights(policy), num_rollouts))
+    def evaluate(self, policy, task, init_states, task_emb, num_rollouts, max_steps, still_steps=0, seed=None):
+        self.calls.append(("one", [task], self._weights(policy), num_rollouts, [seed]))
         return float(torch.rand(()))
 
     def evaluate_many(self, policy, jobs, max_steps, still_steps=0):
-        self.calls.append(("many", [job[0] for job in jobs], self._weights(policy), [job[3] for job in jobs]))
+        self.calls.append(("many", [job[0] for job in jobs], self._weights(policy), [job[3] for job in jobs],
+                           [job[4] for job in jobs]))
         return [float(torch.rand(())) for _ in jobs]
 
 
@@ -79,6 +80,10 @@ def test_tasks_sharing_the_learner_context_are_evaluated_together():
     assert pool.calls[-1][:2] == ("one", [1])
     with isolated_rng(derive_seed(3, 1, 4, 1)):
         assert one == [float(torch.rand(()))]
+    # The rollouts' own streams (sampled actions) are the task's at the point, evaluated together or alone.
+    assert pool.calls[0][4] == [derive_seed(3, *when, 0), derive_seed(3, *when, 1)]
+    evaluate_tasks([0], when, CFG, policy, learner, *_args(2), evaluator=pool)
+    assert pool.calls[-1][4] == [derive_seed(3, *when, 0)]
 
 
 @pytest.mark.parametrize("pruned", [2, 3])

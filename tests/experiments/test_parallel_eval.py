@@ -227,6 +227,44 @@ def test_sampled_actions_in_the_workers_follow_the_callers_seed(pool, smoke_envs
     assert any(not np.array_equal(a.final_state, b.final_state) for a, b in zip(runs[0][0], runs[2][0]))
 
 
+class _Frames:
+    """A recorder that keeps nothing: its presence makes an evaluator step in lock-step (as --video does)."""
+
+    def frame(self, task, i, obs):
+        pass
+
+    def end(self, task, i, success):
+        pass
+
+
+def test_sampled_rollouts_are_the_same_wherever_they_run(pool, slot_pool, smoke_envs):
+    """Rollout i of an evaluation seeded S draws from its own stream: one process, the policy in two workers,
+    and lock-step batches of 2 or 6 rollouts (with a recorder, as --video) sample the same actions. Before, each
+    path drew otherwise and the success rates of a sampling policy changed with eval.workers."""
+    import torch
+
+    env = smoke_envs[1]
+    states = env.sample_init_states(2, seed=3)
+    emb = np.array([0.3, -0.2, 0.1, 0.5], np.float32)
+    policy = _tiny_policy(env, deterministic=False)
+    with torch.no_grad():
+        torch.manual_seed(123)  # the torch stream is not what the rollouts draw from
+        serial = run_rollouts(policy, env, states, emb, 3, 10, seed=77)
+        torch.manual_seed(5)
+        again = run_rollouts(policy, env, states, emb, 3, 10, seed=77)
+        other = run_rollouts(policy, env, states, emb, 3, 10, seed=78)
+    _same(again, serial)
+    assert not np.array_equal(other[0].final_state, serial[0].final_state)
+    _same(pool.rollouts(policy, 1, states, emb, 3, 10, seed=77), serial)
+    # Lock-step batches: the same draws; the batched network's rounding may differ in the last places.
+    for evaluator in (pool, slot_pool):
+        batched = evaluator.rollouts(policy, 1, states, emb, 3, 10, recorder=_Frames(), seed=77)
+        assert [(r.index, r.success, r.steps) for r in batched] == [(r.index, r.success, r.steps) for r in serial]
+        for x, y in zip(batched, serial):
+            np.testing.assert_allclose(x.final_state, y.final_state, atol=1e-4)
+    assert policy._streams is None  # no evaluation leaves its streams behind
+
+
 def test_a_failing_rollout_in_a_worker_is_a_clear_error_and_the_pool_goes_on(pool, smoke_envs):
     env = smoke_envs[0]
     policy = _tiny_policy(env, deterministic=True)
@@ -247,10 +285,11 @@ class StillPolicy(ReachPolicy):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("learner", ["er", "mtl"])  # MTL evaluates both tasks of its stage together
-def test_run_with_two_eval_workers_matches_one(learner, make_smoke_config, smoke_data, smoke_envs, tmp_path):
+@pytest.mark.parametrize("learner, acting", [("er", "true"), ("mtl", "true"), ("er", "false")])
+def test_run_with_two_eval_workers_matches_one(learner, acting, make_smoke_config, smoke_data, smoke_envs, tmp_path):
+    """MTL evaluates both tasks of its stage together; sampled actions (deterministic_eval=false) too."""
     overrides = ["train.epochs=1", "eval.max_steps=4", "eval.init_states=2", "eval.rollouts=2",
-                 "language_encoder=task_id", "policy.cfg.deterministic_eval=true", f"learner.name={learner}"]
+                 "language_encoder=task_id", f"policy.cfg.deterministic_eval={acting}", f"learner.name={learner}"]
     results = []
     for workers in (1, 2):
         cfg = make_smoke_config(tmp_path / str(workers), smoke_data, *overrides, f"eval.workers={workers}")

@@ -48,3 +48,29 @@ def test_batch_shape_sampling_and_mode():
     means = torch.tensor([[[0.1, 0.1], [0.7, -0.7], [0.3, 0.3]]])
     mode = gmm_mode(gmm_distribution(logits, means, torch.ones(1, 3, 2)))
     assert torch.allclose(mode, torch.tensor([[0.7, -0.7]]))
+
+
+def test_a_sample_from_given_numbers_follows_the_mixture():
+    """`gmm_sample_with` (each rollout's own stream) draws what `dist.sample()` draws: the components in
+    proportion to their weights, each with its own mean and spread."""
+    from libero_ll.policies.gmm import gmm_sample_with
+
+    n = 40000
+    logits = torch.log(torch.tensor([0.2, 0.5, 0.3])).expand(n, 3)
+    means = torch.tensor([[-0.6, 0.0], [0.0, 0.5], [0.7, -0.4]]).expand(n, 3, 2)
+    stds = torch.tensor([[0.05, 0.1], [0.05, 0.05], [0.1, 0.05]]).expand(n, 3, 2)
+    dist = gmm_distribution(logits, means, stds)
+    g = torch.Generator().manual_seed(0)
+    x = gmm_sample_with(dist, torch.rand(n, generator=g), torch.randn(n, 2, generator=g))
+    nearest = ((x[:, None, :] - means[0]) ** 2).sum(-1).argmin(-1)
+    shares = torch.bincount(nearest, minlength=3).float() / n
+    assert torch.allclose(shares, torch.tensor([0.2, 0.5, 0.3]), atol=0.01)
+    for k in range(3):
+        mine = x[nearest == k]
+        assert torch.allclose(mine.mean(0), means[0, k], atol=0.01)
+        assert torch.allclose(mine.std(0), stds[0, k], rtol=0.05)
+    # The same numbers, the same action; the edges of [0, 1) pick the first and the last component.
+    u = torch.tensor([0.0, 0.9999999])
+    z = torch.zeros(2, 2)
+    edge = gmm_sample_with(gmm_distribution(logits[:2], means[:2], stds[:2]), u, z)
+    assert torch.equal(edge, torch.stack([means[0, 0], means[0, 2]]))
