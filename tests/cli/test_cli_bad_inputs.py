@@ -151,15 +151,6 @@ def test_evaluate_checks_where_it_writes_before_any_rollout(fake_run, tmp_path, 
     # Before, a bad --out or --video failed with a traceback after the rollouts, losing them.
     err = refused(["evaluate", str(fake_run), "--out", str(tmp_path)], capsys)
     assert f"--out {tmp_path}: is a folder" in err
-    there = tmp_path / "t.hdf5"
-    there.write_bytes(b"an earlier session")
-    err = refused(["teleop", str(BOWL), "--out", str(there)], capsys)
-    assert "exists; choose another --out, pass --append to add demos to it, or --overwrite to replace it" in err
-    err = refused(["teleop", str(BOWL), "--out", str(there), "--append", "--overwrite"], capsys)
-    assert "--append keeps the demos of --out and --overwrite replaces them: give one of them" in err
-    err = refused(["teleop", str(BOWL), "--out", str(there), "--append"], capsys)  # checked before the display
-    assert f"{there}" in err and "HDF5" in err
-    assert there.read_bytes() == b"an earlier session"
     notes = tmp_path / "notes.txt"
     notes.write_text("x")
     err = refused(["evaluate", str(fake_run), "--video", str(notes)], capsys)
