@@ -161,7 +161,8 @@ class ExperimentConfig:
         name: run name, part of the run directory's name.
         seed: drives numpy, torch and the simulator.
         suite: a folder under bddl_tasks/ or a path to a folder of .bddl files.
-        tasks: task names in learning order (None: all of the suite, sorted by name).
+        tasks: task names in learning order (None: all of the suite, a shipped suite in its registry order
+            (LIBERO's), another folder's tasks sorted by name).
         language_encoder: "minilm", "task_id", or a local transformers model path.
         output_dir: where run directories are created.
         num_threads: torch CPU threads.

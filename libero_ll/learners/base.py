@@ -212,7 +212,8 @@ class Learner:
         unknown = sorted(set(options) - set(cls.options))
         if unknown:
             raise LiberoError(
-                f"learner {cls.__name__}: unknown options {unknown}; known: {sorted(cls.options) or 'none'}"
+                f"learner {getattr(cls, 'registered_name', cls.__name__)}: unknown options {unknown}; known: "
+                f"{sorted(cls.options) or 'none'}"
             )
         cls.check_values({**cls.options, **options})
 

@@ -24,7 +24,18 @@ LEARNERS: Registry = Registry(
     "learner", hint="one of your own is named once its code is imported: plugins=[FILE.py] (docs/extending.md)",
     check=_not_a_learner,
 )
-register_learner = LEARNERS.register
+
+
+def register_learner(name: str):
+    """Class decorator: register a Learner subclass as `name` (the name its messages then use)."""
+    register = LEARNERS.register(name)
+
+    def deco(cls):
+        cls = register(cls)
+        cls.registered_name = name
+        return cls
+
+    return deco
 
 
 def make_learner(name: str, policy, train_cfg, learner_cfg: dict):

@@ -150,7 +150,7 @@ def test_unknown_learner_and_option_are_named():
     policy = make_policy("resnet_t", TINY, META)
     with pytest.raises(LiberoError, match="seql"):
         make_learner("nope", policy, TrainConfig(), {})
-    with pytest.raises(LiberoError, match="replay_size"):
+    with pytest.raises(LiberoError, match="learner er: unknown options \\['replay_size'\\]"):
         make_learner("er", policy, TrainConfig(), {"replay_size": 3})
 
 
