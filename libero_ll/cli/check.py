@@ -5,6 +5,24 @@ from __future__ import annotations
 from libero_ll.cli.args import SEED
 
 
+def _task_files(given: list[str]) -> list[str]:
+    """The files to check: each file given, and the .bddl files of each folder given, by name."""
+    from pathlib import Path
+
+    from libero_ll.errors import LiberoError
+
+    out = []
+    for f in given:
+        if Path(f).is_dir():
+            found = sorted(str(p) for p in Path(f).glob("*.bddl"))
+            if not found:
+                raise LiberoError(f"{f}: a folder with no .bddl task files")
+            out += found
+        else:
+            out.append(f)
+    return out
+
+
 def cmd_check(args) -> int:
     import warnings
 
@@ -15,7 +33,7 @@ def cmd_check(args) -> int:
 
     categories, facts = affordances(), category_facts()
     bad = 0
-    for f in args.files:
+    for f in _task_files(args.files):
         notes: list = []
         spec, errors = check_file(f, categories, warnings=notes, facts=facts)
         for e in errors:
@@ -113,7 +131,8 @@ def _where(loc, path) -> str:
 
 def register(sub) -> None:
     s = sub.add_parser("check", help="parse and validate task files")
-    s.add_argument("files", nargs="+", metavar="FILE", help=".bddl task files (ours or LIBERO's)")
+    s.add_argument("files", nargs="+", metavar="FILE",
+                   help=".bddl task files (ours or LIBERO's), or folders of them (a suite's: each .bddl in it)")
     s.add_argument("--load", action="store_true", help="also build, reset and report init/goal predicates")
     s.add_argument("--seed", type=SEED, default=0, help="seed of the reset under --load (default 0)")
     s.set_defaults(func=cmd_check)

@@ -31,7 +31,8 @@ def cmd_collect(args) -> int:
         raise LiberoError(f"task file {args.task} {what}")
     tasks = suite_tasks(args.suite, args.tasks) if args.suite else [Path(args.task)]
     env_cfg = EnvConfig(image_size=args.image_size, robot_mesh=args.robot_mesh)
-    out = Path(args.out) if args.out else Path("datasets") / (args.suite or "tasks")
+    # A suite given as a folder's path (a generated suite) names datasets/<its folder's name>, not the folder.
+    out = Path(args.out) if args.out else Path("datasets") / (Path(args.suite).name if args.suite else "tasks")
     if not args.dry_run:
         output_folder(out, "--out")
     pairs = [(t, None if args.dry_run else out / f"{t.stem}.hdf5") for t in tasks]
@@ -142,7 +143,7 @@ def register(sub) -> None:
     s.add_argument("--task", help="a single .bddl file")
     s.add_argument("--tasks", nargs="*", help="task names within the suite")
     s.add_argument("--demos", type=int, default=50)
-    s.add_argument("--out", help="output folder (default datasets/<suite>)")
+    s.add_argument("--out", help="output folder (default datasets/<suite>; for a suite's folder, its name)")
     s.add_argument("--seed", type=SEED, default=0, help="base seed of the demos' episodes (default 0)")
     s.add_argument("--image-size", type=int, default=128)
     s.add_argument("--robot-mesh", default="visual", choices=ROBOT_MESHES)

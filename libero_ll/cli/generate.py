@@ -92,6 +92,7 @@ def cmd_generate(args) -> int:
             if init_states_path(f) in earlier:
                 print(f"  note: {f.name}: its initial states are the replaced task's, which runs do not use: "
                       f"`libero-ll init-states --overwrite {f}` remakes them")
+    _write_order(out, [f.stem for f in files if f not in failed])
     if args.no_check:
         print(f"{len(files) - len(failed)} tasks in {out} (not checked in the simulator)")
     else:
@@ -101,6 +102,23 @@ def cmd_generate(args) -> int:
     if bad:
         raise LiberoError(f"{len(bad)} task(s) of the spec failed their checks: {', '.join(bad)}")
     return 0
+
+
+def _write_order(out: Path, names: list[str]) -> None:
+    """Keep the folder's learning order (ORDER_FILE): the tasks it lists already, then this spec's new ones in
+    the spec's order; a listed task whose file is gone leaves the list."""
+    from libero_ll.tasks.generator import write_text
+    from libero_ll.tasks.registry import ORDER_FILE
+
+    path = out / ORDER_FILE
+    try:
+        before = [n.strip() for n in path.read_text(encoding="utf-8").splitlines() if n.strip()]
+    except (OSError, UnicodeDecodeError):
+        before = []
+    order = [n for n in before if (out / f"{n}.bddl").is_file()]
+    order += [n for n in names if n not in order]
+    if order != before:
+        write_text(path, "".join(f"{n}\n" for n in order))
 
 
 def _plan_writes(tasks, out: Path, overwrite: bool, init_states: bool, n: int = 50) -> tuple[set[Path], set[Path]]:

@@ -20,6 +20,7 @@ import numpy as np
 from libero_ll.errors import LiberoError, yaml_problem
 from libero_ll.evaluation.resources import RunResources, load_resources, run_data_sizes
 from libero_ll.evaluation.success import SuccessTensor
+from libero_ll.tasks.registry import ORDER_FILE
 
 # Learners whose memory holds training samples (counted by SSS rather than MS), whatever a run's resources.json
 # says (runs made before it recorded the learner's `memory_is_samples`, and MTL's made before MTL said so).
@@ -41,7 +42,7 @@ STATE_FILE = "resume.pt"
 # The run's own copies of its task files (and their stored initial states), with their learning order, written as
 # the run starts (libero_ll.experiments.run_files).
 RUN_TASKS_DIR = "tasks"
-RUN_TASKS_ORDER = "order.txt"
+RUN_TASKS_ORDER = ORDER_FILE
 # The run's log: every line the lifelong loop logs, after the time it was written (a sweep's run also gets
 # what it prints besides, its warnings and errors).
 LOG_FILE = "log.txt"

@@ -395,7 +395,8 @@ def _read_layers(path: Path, seen: tuple = ()) -> list:
     """(file, config) for `path` and, before it, the files its `defaults:` names (and theirs), in merge order.
 
     `defaults` lists config names or paths, each relative to the folder of the file that names it, `.yaml`
-    optional (`defaults: [smoke]`, `defaults: [../cpu.yaml]`)."""
+    optional (`defaults: [smoke]`, `defaults: [../cpu.yaml]`); a bare name not there is a shipped preset of
+    the project's configs/ folder, so that a preset copied elsewhere still finds the presets it builds on."""
     import yaml
     from omegaconf import DictConfig, OmegaConf
 
@@ -424,8 +425,24 @@ def _read_layers(path: Path, seen: tuple = ()) -> list:
     if "defaults" in cfg:
         cfg.pop("defaults")
         for name in _defaults_names(path, raw.get("defaults")):
-            layers += _read_layers((path.parent / name).with_suffix(".yaml"), seen + (path.resolve(),))
+            layers += _read_layers(_default_file(path, name), seen + (path.resolve(),))
     return layers + [(path, cfg)]
+
+
+def _default_file(path: Path, name: str) -> Path:
+    """The file that `name` of `path`'s `defaults:` names: beside `path`, else (a bare name) the shipped
+    preset of that name; a LiberoError naming `path` and where it looked when neither is there."""
+    from libero_ll.tasks.registry import REPO_ROOT
+
+    beside = (path.parent / name).with_suffix(".yaml")
+    if beside.exists():
+        return beside
+    shipped = (REPO_ROOT / "configs" / name).with_suffix(".yaml")
+    if Path(name).name == name and shipped.is_file():
+        return shipped
+    presets = sorted(p.stem for p in (REPO_ROOT / "configs").glob("*.yaml"))
+    raise LiberoError(f"{path}: defaults names {name!r}, but there is no {beside} (a name is looked for beside "
+                      f"the file that names it, then among the shipped presets: {', '.join(presets)})")
 
 
 def _defaults_names(path: Path, defaults) -> list[str]:

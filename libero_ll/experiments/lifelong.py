@@ -70,6 +70,7 @@ def suite_dir(suite: str) -> Path:
 
 def suite_tasks(suite: str, names: list[str] | None = None) -> list[Path]:
     """Task files of a suite in learning order: the given names, else a shipped suite's registry order,
+    else the folder's order file (`libero_ll.tasks.registry.folder_order`: a generated suite's spec order),
     else all files sorted by name."""
     folder = suite_dir(suite)
     files = {f.stem: f for f in sorted(folder.glob("*.bddl"))}
@@ -82,7 +83,9 @@ def suite_tasks(suite: str, names: list[str] | None = None) -> list[Path]:
             # A shipped benchmark suite is learned in its registry order (the paper's).
             names = get_suite(suite).names()
         else:
-            return list(files.values())
+            from libero_ll.tasks.registry import folder_order
+
+            names = folder_order(folder, list(files))
     missing = [n for n in names if n not in files]
     if missing:
         raise LiberoError(f"suite {suite}: unknown tasks {missing}; known: {', '.join(files)}")
@@ -248,7 +251,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             pretrained = load_checkpoint(source)
             load_policy_weights(policy, source, pretrained)
             log(f"policy initialised from {source}")
-            for note in pretrained_look_notes(cfg, pretrained, source):
+            for note in pretrained_look_notes(cfg, pretrained, source) + untrained_source_notes(source):
                 log(note)
         if resume is None:
             check_demo_keys(cfg, tasks, policy.image_keys + policy.lowdim_keys)
@@ -1192,6 +1195,27 @@ def pretrained_look_notes(cfg, ckpt, source: Path) -> list[str]:
     ]
 
 
+def untrained_source_notes(source: Path) -> list[str]:
+    """A note when `source` is the final policy of a run that kept, in every stage, the weights the stage
+    began with (no evaluation after training did better than epoch 0): it then holds the weights that run
+    started from, and starting from it is starting over. Nothing for a checkpoint of an epoch, or a run whose
+    success.json cannot be read or records no kept epochs."""
+    from libero_ll.evaluation.runs import FINAL_POLICY
+    from libero_ll.evaluation.success import SuccessTensor
+
+    if source.name != FINAL_POLICY:
+        return []
+    try:
+        kept = SuccessTensor.load(source.parent / "success.json").kept_epochs
+    except (OSError, ValueError, KeyError, TypeError, LiberoError):
+        return []
+    if not kept or any(e is None or e != 0 for e in kept):
+        return []
+    return [f"note: the run {source.parent} kept, in every stage, the weights the stage began with (its "
+            "evaluations after training never did better than epoch 0), so its final policy holds the weights "
+            "that run started from: this run starts from untrained weights (or from that run's own init_from)"]
+
+
 def _collect_command(cfg, task: Path, more: str = "") -> str:
     """The `libero-ll collect` command that writes the demo file of `task` as the run `cfg` would collect it."""
     import shlex
@@ -1373,7 +1397,7 @@ def _init_states(cfg, tasks: list[Path], envs, names: list[str], run_dir: Path, 
                 states.append(load_init_states(task, n, state_size=env.get_state().shape[0]))
                 continue
             except LiberoError as e:
-                log(f"not using the shipped initial states: {e}")
+                log(f"not using the stored initial states: {e}")
         # Seeded by the task's name, not its place in the run: the same task starts from the same states under
         # any task order or subset. Runs begun before sampled task k with eval.init_seed + k; they keep those
         # (a resumed run reads its init_states.npz above).

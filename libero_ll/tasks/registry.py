@@ -19,6 +19,31 @@ SUITE_SPEC_DIR = PACKAGE_DIR / "suites"
 REPO_ROOT = PACKAGE_DIR.parents[1]
 TASKS_ROOT = REPO_ROOT / "bddl_tasks"
 DATASETS_ROOT = Path("datasets")
+# A folder of task files may hold their learning order, a task name per line (`libero-ll generate` writes the
+# spec's order; a run keeps its tasks' order in RUN_DIR/tasks/ under the same name).
+ORDER_FILE = "order.txt"
+
+
+def folder_order(folder: Path, names: list[str]) -> list[str]:
+    """The task `names` of a folder in its learning order: those its ORDER_FILE lists, in that order, then any
+    it does not list, by name; all of them by name when it has none.
+
+    Raises:
+        LiberoError: the order file names a task the folder has no file of.
+    """
+    path = Path(folder) / ORDER_FILE
+    try:
+        listed = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    except FileNotFoundError:
+        return sorted(names)
+    except (OSError, UnicodeDecodeError) as e:
+        raise LiberoError(f"{path}: cannot be read as the folder's task order ({e})") from None
+    listed = [n for n in listed if n and not n.startswith("#")]
+    stray = [n for n in listed if n not in names]
+    if stray:
+        raise LiberoError(f"{path}: names {', '.join(stray)}, which the folder has no .bddl file of; fix the "
+                          "file (a task name per line) or remove it to learn the tasks by name")
+    return list(dict.fromkeys(listed)) + sorted(set(names) - set(listed))
 
 SUITES: Registry[Path] = Registry("suite")
 for _name in ("libero_spatial", "libero_object", "libero_goal", "libero_90", "libero_10"):

@@ -302,6 +302,15 @@ def test_check_finds_open_of_a_thing_without_a_drawer_door_or_knob(tmp_path, cap
     assert out == f"{path}:83:16: Open acts on a drawer, door or knob, but 'plate_1' (plate) has none\n"
 
 
+def test_check_takes_a_suite_folder(tmp_path, capsys):
+    """`check DIR` read the folder as a file: "DIR:1:1: cannot read file: Is a directory"."""
+    assert main(["check", str(BOWL.parent)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"{f}: ok" for f in sorted(str(p) for p in BOWL.parent.glob("*.bddl"))] and len(out) == 3
+    err = refused(["check", str(tmp_path)], capsys)
+    assert f"{tmp_path}: a folder with no .bddl task files" in err
+
+
 def test_a_predicate_the_scene_cannot_evaluate_is_named_once_at_its_position(soup_env):
     from libero_ll.bddl import BddlError, Loc, Predicate
 

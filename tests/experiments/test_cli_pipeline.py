@@ -113,6 +113,22 @@ def test_collect_dry_run_prints_success(capsys, bowl_task):
     assert "put_the_black_bowl_on_the_plate: expert success 100% (2/2)" in out
 
 
+def test_collect_of_a_suite_folder_writes_under_datasets_by_its_name(tmp_path, monkeypatch, bowl_task):
+    """An absolute --suite path put the demos beside the task files, not in datasets/<suite>."""
+    import shutil
+
+    import libero_ll.data.collect
+
+    suite = tmp_path / "elsewhere" / "my_suite"
+    suite.mkdir(parents=True)
+    shutil.copy(bowl_task, suite)
+    asked = []
+    monkeypatch.setattr(libero_ll.data.collect, "collect", lambda pairs, *a, **k: asked.extend(pairs) or [])
+    monkeypatch.chdir(tmp_path)
+    main(["collect", "--suite", str(suite), "--demos", "1"])
+    assert [out for _, out in asked] == [Path("datasets") / "my_suite" / f"{bowl_task.stem}.hdf5"]
+
+
 def test_collect_says_once_what_a_ctrl_c_keeps(tmp_path, capsys, bowl_task, monkeypatch):
     """One line for one Ctrl-C, saying what is kept (before: that line, then a bare "interrupted")."""
     import libero_ll.data.collect

@@ -59,6 +59,15 @@ def test_a_file_of_the_wrong_shape_or_bad_defaults_is_named(tmp_path, text, says
     path = config_file(sub, "defaults:\n  - ../base.yaml\n", "d.yaml")
     assert load_config(path).seed == 11
     assert load_config(config_file(tmp_path, "defaults:\nseed: 5\n", "null.yaml")).seed == 5
+    # A preset copied to a folder of one's own still builds on the shipped presets it names.
+    assert load_config(config_file(tmp_path, "defaults: [smoke]\nseed: 6\n", "mine.yaml")).name == "smoke"
+    # A name found nowhere: the file that asked, and where it was looked for.
+    message = refused(config_file(tmp_path, "defaults: [smoky]\n", "typo.yaml"))
+    assert message.startswith(f"{tmp_path / 'typo.yaml'}: defaults names 'smoky', but there is no "
+                              f"{tmp_path / 'smoky.yaml'} (a name is looked for beside the file that names it, then "
+                              "among the shipped presets: ")
+    presets = sorted(p.stem for p in (Path(__file__).parents[2] / "configs").glob("*.yaml"))
+    assert message.endswith(", ".join(presets) + ")") and "cpu" in presets and "smoke" in presets
 
 
 @pytest.mark.parametrize(

@@ -129,6 +129,29 @@ def test_a_pretrained_policy_of_other_pictures_is_noted():
     assert pretrained_look_notes(cfg, {"policy": {}}, Path("x.pt")) == []
 
 
+def test_a_pretrained_run_that_kept_its_starting_weights_is_noted(tmp_path):
+    """Its evaluations never beat epoch 0, so its final policy is the weights it began with: fine-tuning from it
+    starts over, which the run said nowhere."""
+    import numpy as np
+
+    from libero_ll.evaluation.success import SuccessTensor
+    from libero_ll.experiments.lifelong import untrained_source_notes
+
+    final = tmp_path / "final_policy.pt"
+    final.write_bytes(b"")
+    for kept, noted in (([0, 0], True), ([0, 5], False), ([None, None], False)):
+        SuccessTensor(["a", "b"], [[0, 5], [0, 5]], [[0.0, 0.0], [0.0, 0.0]], [[1.0], [1.0]], np.zeros((2, 2)),
+                      kept).save(tmp_path / "success.json")
+        notes = untrained_source_notes(final)
+        assert bool(notes) == noted, kept
+        if noted:
+            assert f"the run {tmp_path} kept, in every stage, the weights the stage began with" in notes[0]
+            assert "this run starts from untrained weights" in notes[0]
+    assert untrained_source_notes(tmp_path / "checkpoints" / "task0_epoch5.pt") == []
+    (tmp_path / "success.json").write_text("not json")
+    assert untrained_source_notes(final) == []
+
+
 def test_a_ctrl_c_as_the_run_directory_is_made_still_records_the_pretrained_file(tmp_path, smoke_data, smoke_envs,
                                                                                  make_smoke_config):
     # Stopped just after "run directory:", the run had its config.yaml but no environment.json, so a resume picked

@@ -322,7 +322,41 @@ def test_cli_generate_keeps_what_the_folder_held(tmp_path, capsys):
     states.unlink()
     assert main(["generate", str(spec), "--out", str(out), "--resets", "1", "--n", "1"]) == 2
     assert task.read_text() == "mine"
-    assert sorted(p.name for p in out.iterdir()) == ["bowl.bddl"]
+    assert sorted(p.name for p in out.iterdir()) == ["bowl.bddl", "order.txt"]
+
+
+def test_a_generated_suite_is_learnt_in_its_specs_order(tmp_path, capsys):
+    """The spec's order was lost: a folder's tasks were learnt by file name. `generate` keeps it in order.txt,
+    which runs, `list` and `collect --suite` follow."""
+    from libero_ll.cli import main
+    from libero_ll.errors import LiberoError
+    from libero_ll.experiments.lifelong import suite_tasks
+
+    spec = tmp_path / "suite.yaml"
+    spec.write_text("scene: KITCHEN_SCENE7\ntasks:\n"
+                    "  - name: zeta\n    goal: {put_on: {object: white_bowl_1, target: plate_1}}\n"
+                    "  - name: alpha\n    language: open the microwave door\n    goal: {open: microwave_1}\n")
+    out = tmp_path / "my_suite"
+    args = ["generate", str(spec), "--out", str(out), "--no-check", "--no-init-states"]
+    assert main(args) == 0
+    assert (out / "order.txt").read_text() == "zeta\nalpha\n"
+    assert [t.stem for t in suite_tasks(str(out))] == ["zeta", "alpha"]
+    # A second spec into the same folder adds its tasks after the first's.
+    spec.write_text("scene: KITCHEN_SCENE7\ntasks:\n"
+                    "  - name: beta\n    language: close the microwave door\n    goal: {close: microwave_1}\n"
+                    "  - name: zeta\n    goal: {put_on: {object: white_bowl_1, target: plate_1}}\n")
+    assert main(args) == 0
+    assert [t.stem for t in suite_tasks(str(out))] == ["zeta", "alpha", "beta"]
+    capsys.readouterr()
+    assert main(["list", str(out)]) == 0
+    listed = capsys.readouterr().out
+    assert listed.index("zeta") < listed.index("alpha") < listed.index("beta")
+    # A task file added by hand comes after the listed ones; a listed task without a file is named.
+    (out / "aaa.bddl").write_text((out / "alpha.bddl").read_text())
+    assert [t.stem for t in suite_tasks(str(out))] == ["zeta", "alpha", "beta", "aaa"]
+    (out / "beta.bddl").unlink()
+    with pytest.raises(LiberoError, match="order.txt: names beta, which the folder has no .bddl file of"):
+        suite_tasks(str(out))
 
 
 def test_cli_generate_overwrite_puts_back_the_file_a_failing_task_replaced(tmp_path, capsys, monkeypatch):

@@ -187,7 +187,8 @@ def libero_table(groups: dict, alpha: float = 0.05, confidence: float = 0.9, see
         for m in methods
     ]
     notes = [
-        "Mean ± standard error over seeds; the best of each column (and any tie with it) in bold.",
+        "Mean ± standard error over the runs (seeds, and task orders where a method has several); the best of "
+        "each column (and any tie with it) in bold.",
         (
             f"{SIGNIFICANT}: differs from the best of its column by Welch's two-tailed t-test, p < {alpha}; "
             f"{BEST_SIGNIFICANT}: the best is significantly better than every other row."
@@ -243,7 +244,7 @@ def criteria_table(
     missing = sorted({f"{c}: {why}" for r in measured for c, why in r.metrics["not_recorded"].items()})
     partial = sorted({f"{c}: {why}" for r in measured for c, why in r.metrics.get("partial", {}).items()})
     notes = [
-        "Criteria of Díaz-Rodríguez et al. in [0, 1], higher is better; mean ± standard error over seeds.",
+        "Criteria of Díaz-Rodríguez et al. in [0, 1], higher is better; mean ± standard error over the runs (seeds and task orders).",
         "CL_score weights: equal, W2 and W3 of the paper, renormalised over the criteria recorded.",
         (
             "R_K: mean success after the last task; F_K: forgetting after it; I: intransigence against the "
