@@ -466,7 +466,10 @@ class Learner:
         self._done_steps = int(state["done_steps"])
         self.samples_by_task = {int(k): int(v) for k, v in state["samples_by_task"].items()}
         ema = state.get("ema")
-        self._ema = None if ema is None else {n: t.clone() for n, t in ema.items()}
+        # Saved states are read onto the CPU: the average goes where its parameter lives (a run resumed on a GPU).
+        params = dict(self.policy.named_parameters())
+        self._ema = None if ema is None else {
+            n: t.to(params[n].device if n in params else t.device, copy=True) for n, t in ema.items()}
         self._ema_steps = int(state.get("ema_steps", 0))
 
 

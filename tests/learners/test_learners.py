@@ -397,6 +397,24 @@ def test_weight_average_is_evaluated_and_restored_and_survives_a_checkpoint():
         assert all(torch.equal(p, raw[n]) for n, p in policy.named_parameters())
 
 
+def test_a_saved_weight_average_goes_where_the_parameters_are():
+    """A saved state is read onto the CPU; resumed with the policy on a GPU (here PyTorch's meta device stands
+    for one), the average stayed on the CPU and the first step failed mixing devices."""
+    policy = make_policy("resnet_t", TINY, META)
+    cfg = TrainConfig(epochs=1, batch_size=4, ema_decay=0.9)
+    learner = make_learner("er", policy, cfg, {})
+    data = _task(0)
+    learner.start_task(0, data)
+    learner.observe(SequenceDataset([data], 4, ["agentview_rgb", "gripper_states"]).get_batch(np.arange(4)))
+    state = learner.state_dict()
+    elsewhere = make_policy("resnet_t", TINY, META).to("meta")
+    other = make_learner("er", elsewhere, cfg, {})
+    other.load_state_dict(state, [data])
+    assert {t.device.type for t in other._ema.values()} == {"meta"}
+    other._update_average()  # mixed devices raised here
+    assert {t.device.type for t in learner._ema.values()} == {"cpu"}  # the saved state itself is left as it was
+
+
 def test_weight_average_decay_out_of_range_is_named():
     with pytest.raises(LiberoError, match="ema_decay"):
         TrainConfig(ema_decay=1.0)
