@@ -262,6 +262,9 @@ class Learner:
             self._compiled_loss = torch.compile(self.policy.compute_loss, mode=None if mode is True else mode,
                                                 dynamic=False)
         size = _batch_size(batch)
+        if device.type != "cpu":
+            # Moved before the compiled function: host tensors among its inputs keep CUDA graphs out of it.
+            batch = batch_on_device(batch, device)
         if size < self._compiled_size and not _has_batch_statistics(self.policy):
             batch = pad_batch(batch, self._compiled_size)
         self._compiled_size = max(self._compiled_size, _batch_size(batch))
@@ -471,6 +474,20 @@ class Learner:
         self._ema = None if ema is None else {
             n: t.to(params[n].device if n in params else t.device, copy=True) for n, t in ema.items()}
         self._ema_steps = int(state.get("ema_steps", 0))
+
+
+def batch_on_device(batch: dict, device) -> dict:
+    """`batch` with its tensors on `device` (host ones copied without making the host wait), but its task ids,
+    which the learner counts on the host."""
+    out = {}
+    for key, value in batch.items():
+        if isinstance(value, dict):
+            out[key] = batch_on_device(value, device)
+        elif isinstance(value, torch.Tensor) and key != "task_id":
+            out[key] = host_to_device(value, device)
+        else:
+            out[key] = value
+    return out
 
 
 def _batch_size(batch: dict) -> int:

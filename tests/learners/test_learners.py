@@ -415,6 +415,18 @@ def test_a_saved_weight_average_goes_where_the_parameters_are():
     assert {t.device.type for t in learner._ema.values()} == {"cpu"}  # the saved state itself is left as it was
 
 
+def test_a_host_batch_goes_to_the_device_before_the_compiled_loss_but_its_task_ids():
+    """Host tensors among a compiled function's inputs keep CUDA graphs out (the meta device stands for a GPU)."""
+    from libero_ll.learners.base import batch_on_device
+
+    batch = SequenceDataset([_task(0)], 4, ["agentview_rgb", "gripper_states"]).get_batch(np.arange(4))
+    moved = batch_on_device(batch, torch.device("meta"))
+    assert moved["task_id"] is batch["task_id"]
+    placed = {k: v.device.type for k, v in moved.items() if isinstance(v, torch.Tensor) and k != "task_id"}
+    placed.update({f"obs.{k}": v.device.type for k, v in moved["obs"].items()})
+    assert set(placed.values()) == {"meta"} and "obs.agentview_rgb" in placed and "actions" in placed
+
+
 def test_weight_average_decay_out_of_range_is_named():
     with pytest.raises(LiberoError, match="ema_decay"):
         TrainConfig(ema_decay=1.0)
