@@ -13,7 +13,12 @@ def cmd_evaluate(args) -> int:
 
     from libero_ll.cli.args import output_file, output_folder
     from libero_ll.errors import LiberoError
-    from libero_ll.experiments.evaluate import check_video_folder, evaluate_run, save_evaluation
+    from libero_ll.experiments.evaluate import (
+        EvaluationInterrupted,
+        check_video_folder,
+        evaluate_run,
+        save_evaluation,
+    )
 
     several = len(args.run_dirs) > 1
     if several and args.out:
@@ -45,11 +50,20 @@ def cmd_evaluate(args) -> int:
             check_video_folder(run_dir, video, args.checkpoint, _split(args.tasks))
     results = []
     for run_dir, video in zip(args.run_dirs, videos):
-        evaluation = evaluate_run(
-            run_dir, checkpoint=args.checkpoint, tasks=_split(args.tasks), rollouts=args.rollouts,
-            new_states=args.new_states, init_seed=args.init_seed, max_steps=args.max_steps, workers=args.workers,
-            video_dir=video, log=log, actions=args.actions, overwrite=args.overwrite,
-        )
+        try:
+            evaluation = evaluate_run(
+                run_dir, checkpoint=args.checkpoint, tasks=_split(args.tasks), rollouts=args.rollouts,
+                new_states=args.new_states, init_seed=args.init_seed, max_steps=args.max_steps,
+                workers=args.workers, video_dir=video, log=log, actions=args.actions, overwrite=args.overwrite,
+            )
+        except EvaluationInterrupted as e:
+            done = e.evaluation.tasks
+            path = save_evaluation(e.evaluation, args.out)
+            several = len(done) != 1
+            print(f"the {len(done)} task{'s' if several else ''} evaluated before the stop "
+                  f"({', '.join(str(r.number) for r in done)}) {'are' if several else 'is'} written to {path}, "
+                  "marked interrupted", file=sys.stderr)
+            raise e.stop from None
         path = save_evaluation(evaluation, args.out)
         results.append(evaluation.to_dict())
         if not args.json:

@@ -83,12 +83,24 @@ class Evaluation:
     videos: str | None = None
     # "sampled" (drawn from the action head) or "mode" (the mean of its most likely component).
     actions: str = "sampled"
+    # Stopped (Ctrl-C, SIGTERM) before every task asked for was evaluated: `tasks` holds those that were.
+    interrupted: bool = False
 
     def to_dict(self) -> dict:
         d = asdict(self)
         for t, r in zip(d["tasks"], self.tasks):
             t["rate"] = r.rate
         return d
+
+
+class EvaluationInterrupted(Exception):
+    """An evaluation stopped by Ctrl-C or SIGTERM after some tasks were evaluated: `evaluation` holds them
+    (interrupted=True) and `stop` the interrupt, which the caller raises again once it has saved them."""
+
+    def __init__(self, evaluation: Evaluation, stop: KeyboardInterrupt):
+        super().__init__("interrupted")
+        self.evaluation = evaluation
+        self.stop = stop
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -454,6 +466,15 @@ def evaluate_run(
                 ))
                 log(f"task {j + 1} {names[j]}: {len(wins)}/{len(done)} = {len(wins) / len(done):.2f} "
                     f"(95% {low:.2f}-{high:.2f}) in {time.time() - t0:.0f}s")
+        except KeyboardInterrupt as stop:
+            if not results:
+                raise
+            # The tasks evaluated so far are not lost: the caller saves them, marked, then stops.
+            raise EvaluationInterrupted(Evaluation(
+                run_dir=str(run_dir), checkpoint=str(weights.relative_to(run_dir)), init_states=where,
+                max_steps=cap, seconds=time.time() - t_start, tasks=results,
+                videos=str(video_dir) if video_dir is not None else None, actions=acting, interrupted=True,
+            ), stop) from None
         finally:
             torch.set_num_threads(threads)
         return Evaluation(

@@ -484,3 +484,33 @@ def test_video_folder_keeps_earlier_rollouts_unless_overwrite(run_dir, tmp_path,
     assert "already holds 1 rollout video of put_the_alphabet_soup_in_the_basket" in err
     assert not (both / run_dir.name).exists()
     assert sorted((run_dir / "evaluations").glob("*.json")) == before
+
+
+def test_a_stopped_evaluation_keeps_the_tasks_it_evaluated(run_dir, tmp_path, monkeypatch, capsys):
+    """Ctrl-C in the second task: the first task's rollouts are written, marked interrupted, and the command
+    stops as interrupted (before, nothing was written and they were only in the log)."""
+    import libero_ll.evaluation.rollout as rollout
+
+    real = rollout.run_rollouts
+    calls = []
+
+    def stopped_in_the_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rollout, "run_rollouts", stopped_in_the_second)
+    out = tmp_path / "stopped.json"
+    assert main(["evaluate", str(run_dir), "--rollouts", "1", "--workers", "1", "--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert f"the 1 task evaluated before the stop (1) is written to {out}, marked interrupted" in err
+    saved = json.loads(out.read_text())
+    assert saved["interrupted"] is True and [t["number"] for t in saved["tasks"]] == [1]
+    assert err.splitlines()[-1] == "interrupted"
+    # Stopped before any task: nothing to keep, nothing written.
+    calls.clear()
+    calls.append(1)
+    args = ["evaluate", str(run_dir), "--rollouts", "1", "--workers", "1", "--out", str(tmp_path / "n.json")]
+    assert main(args) == 130
+    assert not (tmp_path / "n.json").exists()
