@@ -566,6 +566,8 @@ def teleop_session(
                     writer.close()
                     interrupts.writing = False
                 stats.path = Path(out_path)
+                if interrupts.requested and stats.ended_by in ("done", "quit"):
+                    stats.ended_by = interrupts.stopped_by  # a Ctrl-C that came while the file was written
             else:
                 writer.abort()
         if own_env:

@@ -449,7 +449,10 @@ class ParallelEvaluator:
             task, init_states, task_emb, num_rollouts, *more = job
             if len(more) > 1:
                 raise ValueError("too many items")
-            seed = int(more[0]) if more and more[0] is not None else None
+            seed = more[0] if more else None
+            if seed is not None and (isinstance(seed, bool) or int(seed) != seed or seed < 0):
+                raise ValueError("a seed must be a whole number of at least 0")
+            seed = None if seed is None else int(seed)
             task, num_rollouts = int(task), int(num_rollouts)
             init_states, task_emb = np.asarray(init_states), np.asarray(task_emb, dtype=np.float32)
         except (TypeError, ValueError):

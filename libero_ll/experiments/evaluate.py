@@ -93,9 +93,10 @@ class Evaluation:
         return d
 
 
-class EvaluationInterrupted(Exception):
+class EvaluationInterrupted(KeyboardInterrupt):
     """An evaluation stopped by Ctrl-C or SIGTERM after some tasks were evaluated: `evaluation` holds them
-    (interrupted=True) and `stop` the interrupt, which the caller raises again once it has saved them."""
+    (interrupted=True) and `stop` the interrupt itself (a SIGTERM's `Terminated`), which the caller raises again
+    once it has saved them. A KeyboardInterrupt, so that code which does not look for it still stops."""
 
     def __init__(self, evaluation: Evaluation, stop: KeyboardInterrupt):
         super().__init__("interrupted")
@@ -371,6 +372,8 @@ def evaluate_run(
 
     Raises:
         LiberoError: what is wrong with the run directory or the arguments, before any rollout.
+        EvaluationInterrupted: Ctrl-C or SIGTERM after at least one task was evaluated (a KeyboardInterrupt
+            holding those tasks' results); before that, the interrupt itself.
     """
     from libero_ll.envs.env import LiberoEnv
     from libero_ll.envs.init_states import sample_init_states, task_init_seed

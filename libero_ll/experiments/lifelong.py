@@ -289,6 +289,8 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
         learner.rng = np.random.default_rng(int(cfg.seed))
         precision, compiled = train_cfg.precision_on(device), train_cfg.compile_on(device)
+        # How this session trains, as resolved on this machine: a resume says when it differs from the saved one's.
+        training = {"device": device.type, "precision": precision, "compile": compiled}
         if precision != "fp32" or compiled:
             how = [f"{precision} autocast"] if precision != "fp32" else []
             how += [f"compiled ({'default' if compiled is True else compiled}; the first steps compile)"] if compiled else []
@@ -377,7 +379,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                 log(f"resuming {run_dir}: the run had finished, nothing left to train")
             else:
                 log(f"resuming {run_dir} at stage {pos.stage + 1}/{len(stages)}, {pos.phase} epoch {pos.epoch}")
-                for line in _stream_changes(saved.get("config"), cfg):
+                for line in _stream_changes(saved.get("training"), training):
                     log(line)
 
         from torch.utils.tensorboard import SummaryWriter
@@ -411,6 +413,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                 "pending": [{"epoch": e, "at": at, "weights": w} for e, at, _, w in pending],
                 # What the run is doing, for a resume to check its config.yaml against (_check_config_as_started).
                 "config": OmegaConf.to_container(cfg, resolve=True),
+                "training": training,
             }
             # Both files or neither: a Ctrl-C or SIGTERM between them left progress.json behind the state (or
             # missing), so that `metrics` and `report` took a stopped run for a finished one.
@@ -637,9 +640,10 @@ def evaluate_tasks(tasks: list[int], when: tuple[int, ...], cfg, policy, learner
     them from one queue) under one random stream derived from the evaluation point. Otherwise each task is
     evaluated on its own, in its learner context and under a stream derived from the point and the task.
     Either way evaluation never shifts training's streams, and the same point gives the same results in
-    every run (a resumed one too). A policy that samples its actions draws them from other streams when
-    the tasks are evaluated together, so its results differ from task-by-task ones (not in expectation); a
-    deterministic policy's are identical (in lock-step, up to the rounding of batches of other sizes).
+    every run (a resumed one too). A policy that samples its actions draws rollout i of task j from a
+    stream of its own, seeded by the run's seed, the point, j and i, on either path: sampled or
+    deterministic, the results are the same together or task by task (in lock-step, up to the rounding
+    of batches of other sizes).
 
     Args:
         tasks: task indices (positions in the run's task list).
@@ -891,25 +895,19 @@ RESUME_MAY_CHANGE = (
 )
 
 
-def _stream_changes(started: dict | None, cfg) -> list[str]:
-    """Notes on the settings a resume changed that draw training's random numbers otherwise (another device,
-    compiled or not: dropout masks and augmentation drawn by other code), so that the resumed run goes on as
-    well, but is no longer an uninterrupted run's copy bit for bit."""
-    from omegaconf import OmegaConf
-
-    if not started:
+def _stream_changes(before: dict | None, now: dict) -> list[str]:
+    """Notes on how a resumed session trains otherwise than the one that saved the state, as each resolved them
+    on its machine (`device: auto`, `train.compile: null` and `train.precision: null` resolve by the machine):
+    another device type, precision or compiled loss draws training's random numbers (dropout, augmentation)
+    by other code, so that the resumed run goes on as well, but is no longer an uninterrupted run's copy bit
+    for bit. Nothing for a state saved before runs recorded it."""
+    if not isinstance(before, dict):
         return []
-    now = OmegaConf.to_container(cfg, resolve=True)
-    out = []
-    for section, key in ((None, "device"), ("train", "compile")):
-        was = started.get(key) if section is None else (started.get(section) or {}).get(key)
-        new = now.get(key) if section is None else (now.get(section) or {}).get(key)
-        name = key if section is None else f"{section}.{key}"
-        if was != new:
-            out.append(f"note: {name} was {was!r} and is {new!r} now: training's random draws (dropout, "
-                       "augmentation) come from other code from here on, so the run is not an uninterrupted "
-                       "run's copy bit for bit")
-    return out
+    words = {"device": "device", "precision": "train.precision", "compile": "train.compile"}
+    return [f"note: the run trained with {words[key]} {_setting_text(before.get(key))} and this session with "
+            f"{_setting_text(now.get(key))}: training's random draws (dropout, augmentation) come from other code "
+            "from here on, so the run is not an uninterrupted run's copy bit for bit"
+            for key in words if before.get(key) != now.get(key)]
 
 
 def _check_config_as_started(cfg, saved: dict | None, run_dir: Path, kept: list[Path] | None) -> None:

@@ -80,7 +80,9 @@ if [ -n "$run" ]; then
     --exclude="$name/.run.lock" "$name" && split -b 15M "$work/run.tar" "$out/run.tar."
   mib=$(( ($(stat -c %s "$work/run.tar" 2>/dev/null || echo 0) + 1048575) / 1048576 ))
   rm -f "$work/run.tar"
-  if [ "$mib" -le "$carry_mib" ]; then
+  if [ -f "$run/final_policy.pt" ]; then
+    carry="the run has ended (${mib} MiB with its final policy): nothing left to carry"
+  elif [ "$mib" -le "$carry_mib" ]; then
     carry="state ${mib} MiB: can be carried to a fresh machine"
   else
     rm -f "$out"/run.tar.*  # pieces that could not be carried in would only crowd out the logs

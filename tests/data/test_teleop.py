@@ -198,6 +198,7 @@ def test_a_ctrl_c_while_the_file_is_written_waits_for_it(env, bowl_task, tmp_pat
     device = ScriptedDevice([replay(expert_actions[0], idle=0), [(None, QUIT)]])
     stats = teleop_session(bowl_task, out, device, 5, seed=SEED, env=env)
     assert stats.kept == 1 and stats.path == out and read_info(out).num_demos == 1
+    assert stats.ended_by == "interrupted"  # the Ctrl-C is said, not dropped
 
 
 def test_an_error_after_a_kept_demo_says_where_it_is(env, bowl_task, tmp_path, expert_actions):

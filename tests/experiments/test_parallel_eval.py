@@ -167,6 +167,9 @@ def test_bad_rollout_jobs_are_clear_errors(pool):
         ([("first", states, emb, 1)], "expected"),
         ([(0, np.zeros((0, 8)), emb, 1)], "init_states"),
         ([(0, states, emb, 1), (1, states, np.zeros(3), 1)], "embeddings differ"),
+        ([(0, states, emb, 1, -3)], "expected \\(task, init_states, task_emb, num_rollouts\\[, seed\\]\\)"),
+        ([(0, states, emb, 1, 2.5)], "num_rollouts\\[, seed\\]"),
+        ([(0, states, emb, 1, 3, 4)], "num_rollouts\\[, seed\\]"),
     ]
     for jobs, message in bad:
         with pytest.raises(LiberoError, match=message):

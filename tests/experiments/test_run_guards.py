@@ -265,16 +265,25 @@ def test_resume_allows_what_another_machine_changes(run_copy, capsys):
 
 
 def test_a_resume_on_another_device_or_compiled_says_it_is_not_bit_for_bit():
-    from omegaconf import OmegaConf
+    """Compared as each session resolved them: `device: auto` and `train.compile: null` read the same in the
+    config whether the run trains on a CPU or a GPU."""
+    before = {"device": "cpu", "precision": "fp32", "compile": False}
+    assert lifelong._stream_changes(before, dict(before)) == []
+    notes = lifelong._stream_changes(before, {"device": "cuda", "precision": "bf16", "compile": "reduce-overhead"})
+    assert [n.split(" and this")[0] for n in notes] == [
+        "note: the run trained with device cpu", "note: the run trained with train.precision fp32",
+        "note: the run trained with train.compile false"]
+    assert "this session with reduce-overhead" in notes[2] and "bit for bit" in notes[2]
+    assert lifelong._stream_changes(None, before) == []  # a state saved before runs recorded it
 
-    started = {"device": "cpu", "train": {"compile": False, "lr": 0.001}}
-    same = OmegaConf.create(started)
-    assert lifelong._stream_changes(started, same) == []
-    other = OmegaConf.create({"device": "cuda", "train": {"compile": "reduce-overhead", "lr": 0.001}})
-    notes = lifelong._stream_changes(started, other)
-    assert [n.split(" was ")[0] for n in notes] == ["note: device", "note: train.compile"]
-    assert "train.compile was False and is 'reduce-overhead' now" in notes[1] and "bit for bit" in notes[1]
-    assert lifelong._stream_changes(None, other) == []
+
+def test_a_saved_state_records_how_its_session_trained(run_copy, capsys):
+    state = torch.load(run_copy / "resume.pt", weights_only=True)
+    assert state["training"] == {"device": "cpu", "precision": "fp32", "compile": False}
+    state["training"]["device"] = "cuda"  # as if the run had begun on a GPU
+    torch.save(state, run_copy / "resume.pt")
+    assert main(["train", "--resume", str(run_copy)]) == 0
+    assert "note: the run trained with device cuda and this session with cpu" in capsys.readouterr().out
 
 
 # --- 6. SIGTERM and Ctrl-C --------------------------------------------------------------------------------------

@@ -436,3 +436,30 @@ def test_a_compiled_training_loss_runs_wholly_on_the_policys_device(name):
     finally:
         torch._dynamo.reset()
     assert graphs and on_cpu == []
+
+
+def test_actions_sampled_from_streams_follow_the_mixture():
+    """Each env's sampled action comes from its own stream: the first uniform picks the component, the next
+    normals its noise; over many envs the components come in proportion to their weights."""
+    from libero_ll.policies.gmm import gmm_distribution
+
+    policy = tiny_policy("resnet_t")
+    n = 20000
+    logits = torch.log(torch.tensor([0.2, 0.5, 0.3])).expand(n, 3)
+    means = torch.tensor([[-0.6, 0.0], [0.0, 0.5], [0.7, -0.4]]).expand(n, 3, 2)
+    stds = torch.tensor([[0.05, 0.1], [0.05, 0.05], [0.1, 0.05]]).expand(n, 3, 2)
+    policy.use_streams([np.random.default_rng(i) for i in range(n)])
+    x = policy._sample_from_streams(gmm_distribution(logits, means, stds), n)
+    nearest = ((x[:, None, :] - means[0]) ** 2).sum(-1).argmin(-1)
+    assert torch.allclose(torch.bincount(nearest, minlength=3).float() / n, torch.tensor([0.2, 0.5, 0.3]), atol=0.01)
+    for k in range(3):
+        assert torch.allclose(x[nearest == k].std(0), stds[0, k], rtol=0.05)
+    # Env 0's action, by hand from its stream: the uniform, then the normals.
+    rng = np.random.default_rng(0)
+    u, z = rng.random(), rng.standard_normal(2)
+    k = int(np.searchsorted(np.cumsum([0.2, 0.5, 0.3]), u, side="right"))
+    expected = means[0, k] + stds[0, k] * torch.tensor(z, dtype=torch.float32)
+    assert torch.allclose(x[0], expected, atol=1e-6)
+    with pytest.raises(LiberoError, match="act got 3 envs but 20000 random streams"):
+        policy._sample_from_streams(gmm_distribution(logits[:3], means[:3], stds[:3]), 3)
+    policy.use_streams(None)
