@@ -154,6 +154,12 @@ def load_policy_weights(policy: torch.nn.Module, path: Path, ckpt: dict | None =
             parts.append(f"shape mismatch (checkpoint vs policy) {shapes[:5]}{' ...' if len(shapes) > 5 else ''}")
         trained = ckpt.get("policy_name")
         hint = f" (checkpoint is a {trained} policy)" if trained else ""
+        if any(s.split(" ")[0].split(".")[0] == "language" for s in shapes):
+            config = ckpt.get("config") if isinstance(ckpt.get("config"), dict) else {}
+            encoder = config.get("language_encoder")
+            parts.append("the task embeddings are of another width" + (
+                f" than those of language_encoder {encoder!r} the checkpoint was trained with" if encoder else "")
+                + " (with task_id the width is the number of distinct instructions)")
         raise LiberoError(
             f"{loading} {path}: the policy architecture does not match the checkpoint{hint}: " + "; ".join(parts)
         )

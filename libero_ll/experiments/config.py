@@ -163,7 +163,8 @@ class ExperimentConfig:
         suite: a folder under bddl_tasks/ or a path to a folder of .bddl files.
         tasks: task names in learning order (None: all of the suite, a shipped suite in its registry order
             (LIBERO's), another folder's tasks sorted by name).
-        language_encoder: "minilm", "task_id", or a local transformers model path.
+        language_encoder: "minilm", "task_id" (one-hot over the run's distinct instructions in learning order),
+            "task_id:<model>", or a local transformers model path (`libero_ll.policies.language`).
         output_dir: where run directories are created.
         num_threads: torch CPU threads.
         device: "auto" (CUDA when available), "cpu", "cuda" or "cuda:N" (the Nth GPU).

@@ -559,6 +559,16 @@ def _load(plan: _Plan, run_dir: Path, actions: str | None) -> RunPolicy:
     cfg, task_files, names, weights, stage, saved, chosen = (
         plan.cfg, plan.task_files, plan.names, plan.weights, plan.stage, plan.saved, plan.chosen)
     checkpoint = plan.checkpoint
+    ckpt = saved if saved is not None else load_checkpoint(weights)
+    recorded = ckpt.get("config") if isinstance(ckpt, dict) and isinstance(ckpt.get("config"), dict) else {}
+    encoder = recorded.get("language_encoder")
+    if encoder is not None and str(encoder) != str(cfg.language_encoder):
+        # The same width would load and roll out without a word, the policy conditioned on vectors it never saw.
+        raise LiberoError(
+            f"{run_dir / 'config.yaml'} sets language_encoder to {cfg.language_encoder!r}, but the run's saved policy "
+            f"{weights} was trained with {encoder!r} (was config.yaml edited after the run?); set it back to "
+            f"{encoder!r}"
+        )
     embs = encode_instructions([_language(t) for t in task_files], str(cfg.language_encoder))
     shape_meta = {
         "image_shape": (int(cfg.env.image_size), int(cfg.env.image_size), 3),
@@ -570,7 +580,6 @@ def _load(plan: _Plan, run_dir: Path, actions: str | None) -> RunPolicy:
     if actions is not None:
         keys["deterministic_eval"] = actions == "mode"
     policy = make_policy(str(cfg.policy.name), keys, shape_meta)
-    ckpt = saved if saved is not None else load_checkpoint(weights)
     trained = _recorded_config(ckpt)
     learner_name = str(cfg.learner.name)
     if trained.get("learner", {}).get("name") not in (None, learner_name):

@@ -1178,19 +1178,32 @@ def demo_rate_notes(cfg, tasks: list[Path], rate: float) -> list[str]:
 def pretrained_look_notes(cfg, ckpt, source: Path) -> list[str]:
     """Notes on the scene settings (image size, robot meshes, shadows, reflections: `env.*`) that the pretrained
     policy `ckpt` (read from `source`) was trained with and the run sets otherwise: the run starts from weights
-    made for other pictures, which may be meant, so it is a note. A checkpoint that records no config gets none."""
+    made for other pictures, which may be meant, so it is a note. Likewise another `language_encoder`, and
+    task ids shared by both runs (each run numbers its own instructions, so ids name other tasks across
+    suites). A checkpoint that records no config gets none."""
     from omegaconf import OmegaConf
 
     config = ckpt.get("config") if isinstance(ckpt, dict) else None
-    was = config.get("env") if isinstance(config, dict) else None
-    if not isinstance(was, dict):
+    if not isinstance(config, dict):
         return []
-    now = OmegaConf.to_container(cfg.env, resolve=True)
-    return [
-        f"note: the pretrained policy {source} was trained with env.{key}={_setting_text(was[key])}, this run "
-        f"renders with env.{key}={_setting_text(value)}: it starts from weights made for other pictures"
-        for key, value in now.items() if key in was and was[key] != value
-    ]
+    notes = []
+    was = config.get("env")
+    if isinstance(was, dict):
+        now = OmegaConf.to_container(cfg.env, resolve=True)
+        notes += [
+            f"note: the pretrained policy {source} was trained with env.{key}={_setting_text(was[key])}, this run "
+            f"renders with env.{key}={_setting_text(value)}: it starts from weights made for other pictures"
+            for key, value in now.items() if key in was and was[key] != value
+        ]
+    encoder = config.get("language_encoder")
+    if encoder is not None and str(encoder) != str(cfg.language_encoder):
+        notes.append(f"note: the pretrained policy {source} was trained with language_encoder {encoder}, this run "
+                     f"embeds its instructions with {cfg.language_encoder}: its language layers start from weights "
+                     "made for other vectors")
+    elif encoder is not None and str(encoder).startswith("task_id"):
+        notes.append(f"note: both runs use {encoder}, whose ids count each run's own instructions: this run's "
+                     "k-th instruction gets the vector the pretrained run gave its own k-th one, another task's")
+    return notes
 
 
 def untrained_source_notes(source: Path) -> list[str]:
@@ -1514,6 +1527,12 @@ def check_components(cfg, check_init: bool = True, check_suite: bool = True, che
             raise LiberoError(f"{key} {path}: {blocking} is a file, not a folder")
     if check_init and cfg.init_from:
         resolve_init_from(str(cfg.init_from))
+    from libero_ll.policies.language import check_encoder
+
+    try:
+        check_encoder(str(cfg.language_encoder))
+    except LiberoError as e:
+        raise LiberoError(f"language_encoder: {e}") from None
 
 
 def resolve_workers(workers: int, jobs: int) -> int:

