@@ -161,7 +161,8 @@ def test_collect_says_once_what_a_ctrl_c_keeps(tmp_path, capsys, bowl_task, monk
 
 def test_bad_components_fail_before_any_work(tmp_path, capsys):
     smoke = str(REPO / "configs" / "smoke.yaml")
-    for override, word in [("policy.name=vit", "vit"), ("policy.cfg.foo=1", "foo"), ("learner.options.bar=2", "bar")]:
+    for override, word in [("policy.name=vit", "vit"), ("policy.cfg.foo=1", "foo"), ("learner.options.bar=2", "bar"),
+                           ("language_encoder=/no/such/model", "language_encoder: language encoder '/no/such/model'")]:
         assert main(["train", smoke, override, f"output_dir={tmp_path / 'runs'}", f"data.dir={tmp_path / 'data'}"]) == 2
         assert word in capsys.readouterr().err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "data").exists()
