@@ -189,7 +189,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
     from libero_ll.experiments.config import learner_options, policy_config
     from libero_ll.learners import TrainConfig, make_learner
     from libero_ll.policies import make_policy
-    from libero_ll.policies.language import encode_instructions
+    from libero_ll.policies.language import encode_instructions, release_models
 
     t_call = time.time()
     import_plugins(cfg.plugins)  # a config built by hand, or sent to a sweep's worker, has not imported them
@@ -235,6 +235,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
     try:
         # 1. language and policy (a pretrained architecture mismatch fails here, before any long work)
         embs = encode_instructions([e.spec.language for e in envs], str(cfg.language_encoder))
+        release_models()
         policy_cfg = policy_config(cfg)
         shape_meta = {
             "image_shape": (int(cfg.env.image_size), int(cfg.env.image_size), 3),

@@ -118,6 +118,12 @@ def _load(encoder: str, device: str) -> tuple[object, object, str]:
     return _MODELS[key]
 
 
+def release_models() -> None:
+    """Let go of the language models loaded so far (their embeddings stay cached): a run embeds its
+    instructions once, and a large local model would otherwise stay in memory through the whole run."""
+    _MODELS.clear()
+
+
 def _embed(texts: list[str], encoder: str, device: str) -> np.ndarray:
     """Run the model on ``texts``; L2-normalised sentence embeddings (len(texts), D)."""
     import torch

