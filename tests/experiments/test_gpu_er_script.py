@@ -53,9 +53,12 @@ def test_a_call_ends_at_a_stage_and_a_state_too_large_to_carry_is_said(tmp_path)
     carried.write_bytes(b"".join(p.read_bytes() for p in sorted((tmp_path / "out1").glob("run.tar.*"))))
     second = _call(tmp_path / "out2", tmp_path / "work2", 300, carried, overrides="train.epochs=1")
     assert re.search(r"resuming .* at stage 2/2", second), second
-    os.environ["CARRY_MIB"] = "0"
+    # The run has ended: its files come back (final policy included), with nothing left to carry.
+    assert "the run has ended" in (tmp_path / "out2/done").read_text()
+    assert list((tmp_path / "out2").glob("run.tar.*"))
+    os.environ["CARRY_MIB"] = "0"  # an unfinished run's state larger than what may be carried
     try:
-        _call(tmp_path / "out3", tmp_path / "work2", 300, overrides="train.epochs=1")
+        _call(tmp_path / "out3", tmp_path / "work3", 300, overrides="train.epochs=1")
     finally:
         del os.environ["CARRY_MIB"]
     assert "too large to carry with .gpu/" in (tmp_path / "out3/done").read_text()
