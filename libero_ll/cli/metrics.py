@@ -75,8 +75,6 @@ def print_metrics(run_dir: Path, as_json: bool) -> None:
     )
 
 
-
-
 def _run_folder(path, option: str) -> None:
     """A LiberoError naming `path` (and the option that gave it) when it is no folder at all."""
     from libero_ll.errors import LiberoError

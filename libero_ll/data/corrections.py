@@ -155,19 +155,28 @@ def _stored_settings(path: Path) -> dict | None:
     return {"generator": info.generator, **{k: info.stats.get(k) for k in keys}}
 
 
-def source_digest(demo_path: str | os.PathLike, demos: int) -> str:
-    """A digest of what the corrections of a demo file are made from: its scene settings (image size, meshes)
-    and the first `demos` demos' actions and states. A demo file collected or recorded again gets another."""
+def _source_hash(env_args):
+    """The running digest of `source_digest`, begun with a demo file's scene settings."""
     import hashlib
     import json
 
-    info = read_info(demo_path)
-    h = hashlib.sha256(json.dumps(info.env_args, sort_keys=True, default=str).encode())
+    return hashlib.sha256(json.dumps(env_args, sort_keys=True, default=str).encode())
+
+
+def _add_demo(h, demo: Demo) -> None:
+    """Add one demo's actions and states to the running digest `h`."""
+    for arr in (demo.actions, demo.states):
+        a = np.ascontiguousarray(arr)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+
+
+def source_digest(demo_path: str | os.PathLike, demos: int) -> str:
+    """A digest of what the corrections of a demo file are made from: its scene settings (image size, meshes)
+    and the first `demos` demos' actions and states. A demo file collected or recorded again gets another."""
+    h = _source_hash(read_info(demo_path).env_args)
     for demo in iter_demos(demo_path, obs_keys=[], max_demos=demos):
-        for arr in (demo.actions, demo.states):
-            a = np.ascontiguousarray(arr)
-            h.update(str((a.dtype.str, a.shape)).encode())
-            h.update(a.tobytes())
+        _add_demo(h, demo)
     return h.hexdigest()
 
 
@@ -213,6 +222,7 @@ def make_corrections(demo_path: str | os.PathLike, settings: CorrectionSettings)
     rng = np.random.default_rng(settings.seed)
     fragments: list[Demo] = []
     used = 0
+    digest = _source_hash(info.env_args)  # of the demos as they are read here (source_digest), not read again
     try:
         state_size = env.get_state().shape[0]
         for demo in iter_demos(demo_path, obs_keys=[], max_demos=settings.demos):
@@ -225,6 +235,7 @@ def make_corrections(demo_path: str | os.PathLike, settings: CorrectionSettings)
                     "data.corrections_per_demo=0, or collect the task's demos with libero-ll collect"
                 )
             used += 1
+            _add_demo(digest, demo)
             fragments += demo_corrections(env, demo, rng, settings.per_demo)
     finally:
         env.close()
@@ -241,7 +252,7 @@ def make_corrections(demo_path: str | os.PathLike, settings: CorrectionSettings)
         for f in fragments:
             w.add(f)
         w.set_attrs({"per_demo": settings.per_demo, "seed": settings.seed, "source_demos": used,
-                     "source": demo_path.name, "source_digest": source_digest(demo_path, used)})
+                     "source": demo_path.name, "source_digest": digest.hexdigest()})
     return out, len(fragments), int(sum(f.num_steps for f in fragments))
 
 

@@ -197,7 +197,6 @@ def missing_obs_error(path, name: str, key: str, obs) -> LiberoError:
     return LiberoError(text)
 
 
-
 @dataclass
 class Demo:
     """One demonstration, in memory.

@@ -41,8 +41,11 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-
 
 
 def is_number(value) -> bool:
-    """Whether `value` is a finite int or float (true and false are not numbers), for options' checks."""
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    """Whether `value` is a finite int or float (true and false, and numbers written as text, are not), for
+    options' checks."""
+    from libero_ll.policies.config import finite_number
+
+    return isinstance(value, (int, float)) and finite_number(value) is not None
 
 
 def is_whole(value) -> bool:
@@ -114,7 +117,7 @@ class TrainConfig:
                 raise LiberoError(f"train.{key} must be {kind}, got {value!r}")
         for key, positive in (("lr", True), ("min_lr", False), ("weight_decay", False), ("grad_clip", True)):
             value = getattr(self, key)
-            number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            number = is_number(value)
             if not number or value < 0 or (positive and value == 0):
                 kind = "a positive number" if positive else "a non-negative number"
                 raise LiberoError(f"train.{key} must be {kind}, got {value!r}")

@@ -158,7 +158,7 @@ class PolicyConfig:
     def string_list(self, name: str) -> list[str]:
         """The key ``name`` as a list of names (a bare name, which would be read letter by letter, is not)."""
         value = getattr(self, name)
-        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or hasattr(value, "items"):
+        if not _is_list(value):
             raise self.error(f"{name} must be a list of names, e.g. [{value!s}], got {value!r}")
         out = []
         for item in value:
@@ -169,7 +169,7 @@ class PolicyConfig:
 
     def _items(self, name: str, what: str, convert) -> list:
         value = getattr(self, name)
-        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or hasattr(value, "items"):
+        if not _is_list(value):
             raise self.error(f"{name} must be a list of {what}, got {value!r}")
         out = [convert(v) for v in value]
         if any(v is None for v in out):
@@ -274,3 +274,9 @@ def whole_number(value) -> int | None:
     """`value` as an int when it is a whole number (2, 2.0), or None (2.5, "abc", true)."""
     number = finite_number(value)
     return int(number) if number is not None and number == int(number) else None
+
+
+def _is_list(value) -> bool:
+    """Whether a config value is a list (a YAML sequence): not a bare word, which iterates letter by letter,
+    nor a mapping."""
+    return not isinstance(value, (str, bytes)) and hasattr(value, "__iter__") and not hasattr(value, "items")
