@@ -672,13 +672,14 @@ def evaluate_tasks(tasks: list[int], when: tuple[int, ...], cfg, policy, learner
     scores = []
     for j in tasks:
         # Own random streams per (stage, epoch, task).
-        with learner.eval_context(j), isolated_rng(derive_seed(seed, *when, j)), torch.no_grad():
+        own = derive_seed(seed, *when, j)
+        with learner.eval_context(j), isolated_rng(own), torch.no_grad():
             policy.eval()
             args = (init_states[j], embs[j], rollouts, max_steps, still)
             if evaluator is not None:
-                scores.append(evaluator.evaluate(policy, j, *args, seed=derive_seed(seed, *when, j)))
+                scores.append(evaluator.evaluate(policy, j, *args, seed=own))
             else:
-                scores.append(evaluate_task(policy, envs[j], *args, seed=derive_seed(seed, *when, j)))
+                scores.append(evaluate_task(policy, envs[j], *args, seed=own))
     return scores
 
 
@@ -1201,10 +1202,18 @@ def pretrained_look_notes(cfg, ckpt, source: Path) -> list[str]:
         notes.append(f"note: the pretrained policy {source} was trained with language_encoder {encoder}, this run "
                      f"embeds its instructions with {cfg.language_encoder}: its language layers start from weights "
                      "made for other vectors")
-    elif encoder is not None and str(encoder).startswith("task_id"):
+    elif (encoder is not None and str(encoder).startswith("task_id")
+          and (config.get("suite"), config.get("tasks")) != (str(cfg.suite), _plain(cfg.tasks))):
         notes.append(f"note: both runs use {encoder}, whose ids count each run's own instructions: this run's "
                      "k-th instruction gets the vector the pretrained run gave its own k-th one, another task's")
     return notes
+
+
+def _plain(value):
+    """A config value as plain Python (an OmegaConf list as a list), to compare with a recorded config's."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
 def untrained_source_notes(source: Path) -> list[str]:

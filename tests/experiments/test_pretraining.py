@@ -134,12 +134,15 @@ def test_a_pretrained_policy_of_other_pictures_is_noted():
     ]
     assert pretrained_look_notes(cfg, {"policy": {}}, Path("x.pt")) == []
     # The language: another encoder (same width, loaded without a word), or task ids that name other tasks.
-    cfg = OmegaConf.create({"env": {}, "language_encoder": "task_id:minilm"})
+    cfg = OmegaConf.create({"env": {}, "language_encoder": "task_id:minilm", "suite": "libero_10", "tasks": None})
     [note] = pretrained_look_notes(cfg, {"policy": {}, "config": {"language_encoder": "minilm"}}, Path("p.pt"))
     assert note == ("note: the pretrained policy p.pt was trained with language_encoder minilm, this run embeds its "
                     "instructions with task_id:minilm: its language layers start from weights made for other vectors")
-    [note] = pretrained_look_notes(cfg, {"policy": {}, "config": {"language_encoder": "task_id:minilm"}}, Path("p"))
+    pre = {"language_encoder": "task_id:minilm", "suite": "libero_90", "tasks": None}
+    [note] = pretrained_look_notes(cfg, {"policy": {}, "config": pre}, Path("p"))
     assert "whose ids count each run's own instructions" in note
+    # The same tasks in the same order: the same ids, nothing to say.
+    assert pretrained_look_notes(cfg, {"policy": {}, "config": {**pre, "suite": "libero_10"}}, Path("p")) == []
     cfg.language_encoder = "minilm"
     assert pretrained_look_notes(cfg, {"policy": {}, "config": {"language_encoder": "minilm"}}, Path("p")) == []
 
