@@ -46,17 +46,15 @@ from libero_ll.evaluation.rollout import (
 
 def _worker(conn, task_files: list[str], env_cfg) -> None:
     # Runs in a spawned process: nothing from the parent's simulator or GL state is inherited.
-    idle: dict[int, list] = {}  # task -> (env, its position coordinates) not stepping a rollout
+    from libero_ll.envs.pool import EnvPool
+
+    # The environments not stepping a rollout: those of the few tasks used last are kept (see EnvPool).
+    idle = EnvPool(task_files, env_cfg)
     busy: dict[int, tuple] = {}  # slot -> (task, env, position coordinates, StillnessMonitor)
     policy = None  # the policy sent for whole rollouts run here ("policy", "rollout")
 
     def take_env(task: int) -> tuple:
-        free = idle.setdefault(task, [])
-        if free:
-            return free.pop()
-        from libero_ll.envs.env import LiberoEnv
-
-        env = LiberoEnv(task_files[task], env_cfg)
+        env = idle.take(task)
         return env, position_coordinates(env.model)
 
     try:
@@ -82,7 +80,7 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
                             done = run_rollout(policy, env, state, task_emb, max_steps, still_steps,
                                                rollout_stream(seed, index), index)
                     finally:
-                        idle[task].append((env, where))
+                        idle.give(task, env)
                     conn.send(("ok", (done.success, done.steps, done.final_state)))
                 elif cmd == "reset":  # args: [(slot, task, initial state, still_steps)]
                     out = []
@@ -106,7 +104,7 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
                     for (slot,) in args:
                         task, env, where, _ = busy.pop(slot)
                         out.append(env.get_state())
-                        idle.setdefault(task, []).append((env, where))
+                        idle.give(task, env)
                     conn.send(("ok", out))
                 else:
                     conn.send(("error", f"unknown command {cmd!r}"))
@@ -115,8 +113,9 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
     except (EOFError, KeyboardInterrupt):
         pass
     finally:
-        for env in [e for free in idle.values() for e, _ in free] + [b[1] for b in busy.values()]:
-            env.close()
+        idle.close()
+        for b in busy.values():
+            b[1].close()
         conn.close()
 
 
@@ -178,8 +177,8 @@ class ParallelEvaluator:
         env_cfg: the EnvConfig every worker builds its environments with.
         workers: number of processes.
         envs_per_worker: rollouts each process steps at once, each in an environment of its own. A worker
-            keeps up to this many environments of every task it has evaluated (each holds its whole
-            scene: about 200 MB for a quickstart task).
+            keeps up to this many environments of each of the few tasks it evaluated last (each holds its
+            whole scene, about 225 MB at the cpu preset's settings; `libero_ll.envs.pool.EnvPool`).
         policy_in_workers: run whole rollouts in the workers, each with its own copy of the policy, instead
             of stepping them in lock-step with the policy batched here, where that is possible: for a
             BasePolicy on the CPU and no recorder. False always steps in lock-step. See `rollouts_many`.

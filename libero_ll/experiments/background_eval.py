@@ -15,7 +15,6 @@ import multiprocessing as mp
 import time
 import traceback
 from contextlib import nullcontext
-from pathlib import Path
 
 from libero_ll.errors import LiberoError
 
@@ -40,7 +39,7 @@ def _serve(conn, cfg: dict, task_files: list[str], env_cfg, policy_name: str, po
     import torch
     from omegaconf import OmegaConf
 
-    from libero_ll.envs.env import LiberoEnv
+    from libero_ll.envs.pool import EnvPool
     from libero_ll.experiments.lifelong import evaluate_tasks
     from libero_ll.policies import make_policy
 
@@ -56,14 +55,8 @@ def _serve(conn, cfg: dict, task_files: list[str], env_cfg, policy_name: str, po
 
         evaluator = ParallelEvaluator(task_files, env_cfg, workers, envs_per_worker)
 
-    class LazyEnvs(dict):
-        """Each task's environment, built when a rollout first needs it (without workers only)."""
-
-        def __missing__(self, j: int):
-            self[j] = LiberoEnv(Path(task_files[j]), env_cfg)
-            return self[j]
-
-    envs = LazyEnvs()
+    # Each task's environment, built when a rollout first needs it (without workers only).
+    envs = EnvPool(task_files, env_cfg)
     try:
         while True:
             try:
@@ -89,8 +82,7 @@ def _serve(conn, cfg: dict, task_files: list[str], env_cfg, policy_name: str, po
     finally:
         if evaluator is not None:
             evaluator.close()
-        for env in envs.values():
-            env.close()
+        envs.close()
 
 
 class BackgroundEvaluator:

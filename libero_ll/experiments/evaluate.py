@@ -375,8 +375,8 @@ def evaluate_run(
         EvaluationInterrupted: Ctrl-C or SIGTERM after at least one task was evaluated (a KeyboardInterrupt
             holding those tasks' results); before that, the interrupt itself.
     """
-    from libero_ll.envs.env import LiberoEnv
     from libero_ll.envs.init_states import sample_init_states, task_init_seed
+    from libero_ll.envs.pool import EnvPool
     from libero_ll.evaluation.rollout import run_rollouts
 
     t_start = time.time()
@@ -408,7 +408,7 @@ def evaluate_run(
     policy, learner, embs = loaded.policy, loaded.learner, loaded.task_embs
     acting = "mode" if policy.cfg.deterministic_eval else "sampled"
 
-    envs: dict[int, LiberoEnv] = {}
+    envs = EnvPool(task_files, env_cfg)  # without workers: each task's environment, built when first needed
     evaluator, videos = None, None
     try:
         if new_states is None:
@@ -417,7 +417,6 @@ def evaluate_run(
             seed = int(init_seed) if init_seed is not None else int(cfg.eval.init_seed) + NEW_STATES_SEED_OFFSET
             states = {}
             for j in chosen:
-                envs[j] = LiberoEnv(task_files[j], env_cfg)
                 # Seeded by the task's name, not its number: a task gets the same new states in any run.
                 try:
                     states[j] = sample_init_states(envs[j], int(new_states), task_init_seed(names[j], seed))
@@ -457,8 +456,6 @@ def evaluate_run(
                     if evaluator is not None:
                         done = evaluator.rollouts(policy, j, *args, recorder=recorder, seed=stream)
                     else:
-                        if j not in envs:
-                            envs[j] = LiberoEnv(task_files[j], env_cfg)
                         done = run_rollouts(policy, envs[j], *args, recorder=recorder, task=j, seed=stream)
                 wins = [r for r in done if r.success]
                 low, high = wilson_interval(len(wins), len(done))
@@ -490,8 +487,7 @@ def evaluate_run(
             videos.close()
         if evaluator is not None:
             evaluator.close()
-        for env in envs.values():
-            env.close()
+        envs.close()
 
 
 @dataclass

@@ -133,7 +133,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         resume: a run directory to continue (its config must be `cfg`); None starts a new run.
         envs: already built LiberoEnvs of the run's tasks, in learning order and with the run's env settings,
             to share between several runs in one process (building a scene takes seconds); they are left
-            open. None builds them and closes them at the end.
+            open. None builds each when first needed, keeps those of the few tasks used last and closes the
+            rest (`libero_ll.envs.pool.EnvPool`), and closes them all at the end.
         timings: when given, receives the wall-clock seconds this call spent: "demos" (collecting missing
             demos and loading all), "eval" (evaluations, the start of evaluation workers included), "train"
             (the rest of the lifelong loop: epochs, checkpoints, end-of-stage work) and "total" (the whole
@@ -184,7 +185,8 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
     """`run_lifelong`; `hold(folder)` takes the run directory's lock (or does nothing) until the call ends."""
     from omegaconf import OmegaConf
 
-    from libero_ll.envs.env import LiberoEnv
+    from libero_ll.envs.env import load_task
+    from libero_ll.envs.pool import EnvPool
     from libero_ll.evaluation.success import SuccessTensor
     from libero_ll.experiments.config import learner_options, policy_config
     from libero_ll.learners import TrainConfig, make_learner
@@ -226,7 +228,8 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
     env_cfg = env_config(cfg)
     own_envs = envs is None
     if own_envs:
-        envs = [LiberoEnv(t, env_cfg) for t in tasks]
+        # Built when first needed (the initial states, rollouts without workers), the last few tasks' kept.
+        envs = EnvPool(tasks, env_cfg)
     elif len(envs) != len(tasks):
         raise LiberoError(f"{len(envs)} environments given for {len(tasks)} tasks")
     evaluator = background = None
@@ -234,7 +237,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
     log = run_log = RunLog(log)
     try:
         # 1. language and policy (a pretrained architecture mismatch fails here, before any long work)
-        embs = encode_instructions([e.spec.language for e in envs], str(cfg.language_encoder))
+        embs = encode_instructions([load_task(t).language for t in tasks], str(cfg.language_encoder))
         release_models()
         policy_cfg = policy_config(cfg)
         shape_meta = {
@@ -627,8 +630,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             background.close()
         run_log.close()
         if own_envs:
-            for e in envs:
-                e.close()
+            envs.close()
     return run_dir
 
 

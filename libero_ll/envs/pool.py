@@ -1,0 +1,88 @@
+"""The environments of many tasks in one process, built when first needed and closed when not used for a while.
+
+An environment holds its whole scene, its physics and its renderer: about 225 MB at the `cpu` preset's
+settings (a LIBERO-90 kitchen, 48 px, the robot's hulls). A run over LIBERO-90's 90 tasks that kept one of
+each in the training process and in every evaluation worker would hold some 20 GB in each. A pool keeps
+the environments of the `keep_tasks` tasks used last and closes the others; building one again takes well
+under a second, beside rollouts of hundreds of steps. An environment's rollouts do not depend on whether
+it was built anew or used before: each starts from a full initial state (`LiberoEnv.reset_to`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+
+# Tasks whose environments a pool keeps when no rollout is using them. Evaluations take their rollouts task
+# after task, so a worker seldom needs more than two tasks at once.
+KEEP_TASKS = 4
+
+
+class EnvPool:
+    """Environments of the tasks `task_files` (numbered by their position), built with `env_cfg` when asked for.
+
+    `take(j)` hands out an environment of task j that nobody is using (building one if there is none) and
+    `give(j, env)` takes it back; several of one task can be out at once. Of the environments not out, those
+    of the `keep_tasks` tasks taken last are kept and the others closed. `pool[j]` is an environment of task j
+    for use until the next `pool[k]` of another task: the serial use of one environment at a time.
+    """
+
+    def __init__(self, task_files, env_cfg, keep_tasks: int = KEEP_TASKS):
+        if int(keep_tasks) < 1:
+            raise ValueError(f"keep_tasks must be at least 1, got {keep_tasks}")
+        self.task_files = [Path(f) for f in task_files]
+        self.env_cfg = env_cfg
+        self.keep_tasks = int(keep_tasks)
+        self._idle: OrderedDict[int, list] = OrderedDict()  # task -> its environments not out, oldest task first
+        self.built = 0  # environments built so far (for tests and timings)
+
+    def __len__(self) -> int:
+        return len(self.task_files)
+
+    def _check(self, task: int) -> int:
+        if not 0 <= int(task) < len(self.task_files):
+            raise IndexError(f"task {task} is not one of the pool's {len(self.task_files)}")
+        return int(task)
+
+    def take(self, task: int):
+        """An environment of task `task` that is not out, built if there is none; out until `give`."""
+        from libero_ll.envs.env import LiberoEnv
+
+        task = self._check(task)
+        free = self._idle.get(task)
+        if free:
+            env = free.pop()
+            if not free:
+                del self._idle[task]  # a task counts against keep_tasks by the environments it has there
+            return env
+        self.built += 1
+        return LiberoEnv(self.task_files[task], self.env_cfg)
+
+    def give(self, task: int, env) -> None:
+        """Take back an environment of task `task`; close those of the tasks used longest ago beyond `keep_tasks`."""
+        task = self._check(task)
+        self._idle.setdefault(task, []).append(env)
+        self._idle.move_to_end(task)
+        while len(self._idle) > self.keep_tasks:
+            _, old = self._idle.popitem(last=False)
+            for e in old:
+                e.close()
+
+    def __getitem__(self, task: int):
+        env = self.take(task)
+        self.give(task, env)
+        return env
+
+    def __iter__(self):
+        return (self[j] for j in range(len(self)))
+
+    def kept(self) -> dict[int, int]:
+        """Task -> how many of its environments the pool holds (not out), oldest task first."""
+        return {task: len(envs) for task, envs in self._idle.items()}
+
+    def close(self) -> None:
+        """Close every environment the pool holds (those out are their takers' to close)."""
+        while self._idle:
+            _, envs = self._idle.popitem(last=False)
+            for env in envs:
+                env.close()
