@@ -137,11 +137,31 @@ def grasp_weights(actions: np.ndarray, lengths: Sequence[int], weight: float, be
     return out
 
 
+def _gather_in_place(parts: list[np.ndarray], owners: list[dict], key: str) -> np.ndarray:
+    """One uint8 array of `parts` end to end, each demo's `key` in `owners` made a view into it.
+
+    The demos' images are then held once, by this array, and not also by the demos: each part is copied in
+    and its demo given the view straight away, so that a part nobody else holds is freed before the next is
+    copied (the whole never needs twice its size, as a concatenation would).
+    """
+    out = np.empty((sum(len(p) for p in parts), *parts[0].shape[1:]), dtype=np.uint8)
+    at = 0
+    for i, part in enumerate(parts):
+        view = out[at:at + len(part)]
+        view[...] = part
+        parts[i] = None  # the list's hold on the part, so that it goes once its demo lets go of it
+        if owners[i].get(key) is part:
+            owners[i][key] = view
+        at += len(part)
+    return out
+
+
 class SequenceDataset:
     """Windows of ``seq_len`` consecutive steps, cut from demos held in memory (uint8 images).
 
     There is one window per (demo, start step t), t = 0..T-1. A window running past its demo's end is
-    padded by repeating the last step, and its mask is False on the padded steps.
+    padded by repeating the last step, and its mask is False on the padded steps. The images are copied into
+    one array per camera, and each demo's images become views into it (the same values): they are held once.
 
     Args:
         tasks: the tasks whose demos to hold; their embeddings must share one size D.
@@ -187,7 +207,7 @@ class SequenceDataset:
 
         keys = (*self.obs_keys, "actions")
         parts: dict[str, list[np.ndarray]] = {key: [] for key in keys}
-        lengths, demo_task, demo_pos = [], [], []
+        lengths, demo_task, demo_pos, owners = [], [], [], []
         for task_pos, task in enumerate(tasks):
             for d, demo in enumerate(task.demos):
                 for key in keys:
@@ -204,15 +224,18 @@ class SequenceDataset:
                 lengths.append(T)
                 demo_task.append(task_pos)
                 demo_pos.append(d)
+                owners.append(demo)
         if sum(lengths) == 0:
             raise ValueError("SequenceDataset needs at least one demo step")
 
         # One array per key over all demos, so a batch is a single gather per key.
         self._arrays: dict[str, np.ndarray] = {}
         for key in keys:
-            arr = np.concatenate(parts[key], axis=0)
-            # Images stay uint8 (4x smaller); they are normalised on the fly by the policy's encoder.
-            self._arrays[key] = arr if arr.dtype == np.uint8 else arr.astype(np.float32, copy=False)
+            if all(part.dtype == np.uint8 for part in parts[key]):
+                self._arrays[key] = _gather_in_place(parts[key], owners, key)
+            else:
+                # Low-dim observations and actions: float32 copies (small beside the images).
+                self._arrays[key] = np.concatenate(parts[key], axis=0).astype(np.float32, copy=False)
         del parts
 
         lengths_a = np.asarray(lengths, dtype=np.int64)

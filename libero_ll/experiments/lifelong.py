@@ -282,7 +282,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         demo_seconds = time.time() - t_demos
         # What each task's demos are, for a resume to see whether it trains on the same ones (another
         # collection of them, on another machine or by another expert, is used with a warning).
-        demo_digests = demo_digests_of(task_data, names)
+        demo_digests = demo_digests_of(task_data.light, names)
         if saved is not None and saved.get("demos"):
             for line in changed_demo_warnings(saved["demos"], demo_digests, cfg.data.dir, tasks):
                 log(line)
@@ -303,10 +303,10 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         if not cfg.init_from:
             # Low-dim inputs are standardised with the first stage's statistics only: later tasks are unseen
             # (MTL's one stage holds every task). A pretrained policy keeps the statistics it was trained with.
-            first = {k: np.concatenate([d[k] for j in stages[0] for d in task_data[j].demos])
+            first = {k: np.concatenate([d[k] for j in stages[0] for d in task_data.light[j].demos])
                      for k in policy.lowdim_keys}
             policy.set_lowdim_stats({k: (v.mean(0), v.std(0)) for k, v in first.items()})
-        sample = policy.windows([task_data[0]])
+        sample = policy.windows([task_data.first_demo(0)])
         macs_per_window = forward_macs_per_window(policy, sample.get_batch(np.arange(min(2, len(sample)))))
         num_params = sum(p.numel() for p in policy.parameters())
 
@@ -373,6 +373,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             except RuntimeError as e:
                 raise LiberoError(_weights_mismatch(run_dir, first_line(e))) from None
             learner.load_state_dict(saved["learner"], task_data)
+            task_data.release()  # what the learner rebuilt from them (ER's memory) is its own
             tensor = SuccessTensor.from_dict(saved["tensor"])
             pos = _Position(**saved["position"])
             global_epoch, resources = int(saved["global_epoch"]), list(saved["resources"])
@@ -561,6 +562,9 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                     writer.add_scalar(f"{names[j]}/finetune_loss", loss, global_epoch)
                 log(f"stage {s + 1} fine-tune epoch {epoch}/{extra}: loss {loss:.3f} ({time.time() - t0:.0f}s)")
                 save_state(s, "finetune", epoch)
+            # The stage's demos are let go (what the learner keeps of them, ER's memory, is its own).
+            dataset = data_s = None
+            task_data.release()
 
             # Success of the kept policy: the stage's best point, then earlier tasks. A stage of several tasks
             # (MTL) has one kept policy for all of them, so it fills every row from each task's own on.
@@ -1003,8 +1007,11 @@ def collect_missing_demos(cfg, tasks: list[Path], env_cfg, log: Callable[[str], 
 
 
 def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: bool = False,
-                few_demos_note: bool = False) -> list:
-    from libero_ll.data.dataset import load_task_data
+                few_demos_note: bool = False):
+    """Collect the demos missing, check them, and return a DemoStore of them: each task's images are read
+    when its stage needs them (the actions and low-dim observations of all are read and checked here)."""
+    from libero_ll.data.dataset import TaskData
+    from libero_ll.data.store import DemoStore
 
     collect_missing_demos(cfg, tasks, env_cfg, log)
     data_dir = Path(cfg.data.dir)
@@ -1015,16 +1022,15 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: boo
         log(note)
     check_demo_counts(cfg, tasks, resumed=resumed, note=log if few_demos_note else None)
     obs_keys = policy.image_keys + policy.lowdim_keys
-    data = [
-        load_task_data(task_demo_file(data_dir, t.stem), k, embs[k], obs_keys, int(cfg.data.demos_per_task))
-        for k, t in enumerate(tasks)
-    ]
+    extra = _ensure_corrections(cfg, tasks, log) if int(cfg.data.corrections_per_demo) > 0 else None
+    store = DemoStore([task_demo_file(data_dir, t.stem) for t in tasks], embs, obs_keys,
+                      int(cfg.data.demos_per_task), light_keys=policy.lowdim_keys, extra=extra)
     if not resumed:  # a resumed run said so when it started
-        for note in short_rollout_notes(cfg, tasks, data):
+        # The demos as trained on, less their corrections (whose lengths say nothing of the task's).
+        plain = [TaskData(d.task_id, d.demos[:n], d.task_emb) for d, n in zip(store.light, store.own_demos)]
+        for note in short_rollout_notes(cfg, tasks, plain):
             log(note)
-    if int(cfg.data.corrections_per_demo) > 0:
-        _add_corrections(cfg, tasks, data, embs, obs_keys, log)
-    return data
+    return store
 
 
 def demo_digests_of(task_data: list, names: list[str]) -> dict[str, str]:
@@ -1251,11 +1257,10 @@ def _collect_command(cfg, task: Path, more: str = "") -> str:
     ])
 
 
-def _add_corrections(cfg, tasks: list[Path], data: list, embs, obs_keys, log) -> None:
-    """Append each task's displaced-object corrections to its demos, making those missing or stale
-    (`data.corrections_per_demo`)."""
+def _ensure_corrections(cfg, tasks: list[Path], log) -> list[Path]:
+    """Each task's file of displaced-object corrections, to be appended to its demos, making those missing or
+    stale (`data.corrections_per_demo`)."""
     from libero_ll.data.corrections import CorrectionSettings, corrections_path, ensure_corrections
-    from libero_ll.data.dataset import load_task_data
 
     data_cfg = cfg.data
     settings = CorrectionSettings(
@@ -1272,9 +1277,7 @@ def _add_corrections(cfg, tasks: list[Path], data: list, embs, obs_keys, log) ->
     if any(m is not None for m in made):
         n = sum(m is not None for m in made)
         log(f"made the corrections of {n} task{'s' if n != 1 else ''} in {time.time() - t0:.0f}s")
-    for k, f in enumerate(files):
-        extra = load_task_data(corrections_path(f), k, embs[k], obs_keys)
-        data[k].demos.extend(extra.demos)
+    return [corrections_path(f) for f in files]
 
 
 def check_demo_images(cfg, tasks: list[Path]) -> None:

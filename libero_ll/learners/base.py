@@ -460,7 +460,8 @@ class Learner:
         }
 
     def load_state_dict(self, state: dict, tasks: list[TaskData]) -> None:
-        """Restore `state_dict()`; `tasks` are all tasks' data, from which memories are rebuilt."""
+        """Restore `state_dict()`; `tasks` are all tasks' data by task id, from which memories are rebuilt (a run
+        passes a DemoStore, which reads a task's demos when it is first indexed: index only those needed)."""
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = _rng_from_state(state["rng"])
         self.optimizer = None

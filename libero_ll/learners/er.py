@@ -101,11 +101,18 @@ class ER(Learner):
             # demos of each task, whatever their windows.
             demos = self.opts["memory_demos"]
             self.opts = {**self.opts, "memory_windows": None, "memory_demos": 1000 if demos is None else demos}
-        by_id = {t.task_id: t for t in tasks}
         self.memory, self.chosen, self.replay = [], [], None
         for tid, idx in state["chosen"]:
             self.chosen.append((int(tid), [int(i) for i in idx]))
-            self._remember(by_id[int(tid)], self.chosen[-1][1])
+            self._remember(_task(tasks, int(tid)), self.chosen[-1][1])
+
+
+def _task(tasks, tid: int) -> TaskData:
+    """The task of id `tid`: a run's tasks are in the order of their ids, so only that one is read from a
+    store that reads them when asked for (DemoStore); any other order is searched."""
+    if 0 <= tid < len(tasks) and tasks[tid].task_id == tid:
+        return tasks[tid]
+    return next(t for t in tasks if t.task_id == tid)
 
 
 def _concat(a, b):

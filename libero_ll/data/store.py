@@ -1,0 +1,77 @@
+"""The demos of a run's tasks, read from their files when a stage needs them and let go after it.
+
+A run over many tasks need not hold every task's images at once: a sequential learner trains on one task's
+demos at a time (ER keeps a few of each earlier task's in its own memory). At the paper's settings (128 px,
+two cameras, 50 demos per task) a LIBERO-90 task's images take about 0.8 GiB, the 90 tasks about 72 GiB.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from libero_ll.data.dataset import TaskData, load_task_data
+
+
+class DemoStore:
+    """Each task's TaskData as a run trains on it: the first `max_demos` demos of `files[j]`, then the demos of
+    `extra[j]` (its displaced-object corrections) when that is given.
+
+    `store[j]` reads task j's file the first time and keeps it until `release`; `light[j]` is task j's demos
+    with the actions and low-dim observations only (`light_keys`), read for every task when the store is made:
+    so that a file whose numbers are bad is refused before any training, and the checks that need every
+    task's demos (digests, lengths) do not read the images.
+    """
+
+    def __init__(self, files: Sequence[os.PathLike | str], embs: np.ndarray, obs_keys: Sequence[str],
+                 max_demos: int | None, light_keys: Sequence[str] = (),
+                 extra: Sequence[os.PathLike | str | None] | None = None):
+        self.files = list(files)
+        self.embs = embs
+        self.obs_keys = list(obs_keys)
+        self.max_demos = max_demos
+        self.extra = list(extra) if extra is not None else [None] * len(self.files)
+        if len(self.extra) != len(self.files):
+            raise ValueError(f"{len(self.extra)} extra files for {len(self.files)} tasks")
+        self._loaded: dict[int, TaskData] = {}
+        self.reads = 0  # tasks read with their images so far (for tests and timings)
+        self.own_demos: list[int] = []  # each task's demos from its own file (the rest are `extra`'s)
+        self.light = [self._read(j, [k for k in light_keys if k in self.obs_keys]) for j in range(len(self.files))]
+
+    def _read(self, j: int, keys: list[str]) -> TaskData:
+        data = load_task_data(self.files[j], j, self.embs[j], keys, self.max_demos)
+        if len(self.own_demos) == j:
+            self.own_demos.append(len(data.demos))
+        if self.extra[j] is not None:
+            data.demos.extend(load_task_data(self.extra[j], j, self.embs[j], keys).demos)
+        return data
+
+    def first_demo(self, j: int) -> TaskData:
+        """Task j's first demo alone, read anew (not kept): a sample of the inputs without the whole task."""
+        return load_task_data(self.files[j], j, self.embs[j], self.obs_keys, 1)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, j: int) -> TaskData:
+        j = int(j)
+        if not 0 <= j < len(self.files):
+            raise IndexError(f"task {j} is not one of the store's {len(self.files)}")
+        if j not in self._loaded:
+            self.reads += 1
+            self._loaded[j] = self._read(j, self.obs_keys)
+        return self._loaded[j]
+
+    def __iter__(self):
+        return (self[j] for j in range(len(self)))
+
+    def loaded(self) -> list[int]:
+        """The tasks whose demos are held now."""
+        return sorted(self._loaded)
+
+    def release(self, keep: Sequence[int] = ()) -> None:
+        """Let go of every task's demos but those of `keep` (what a learner took of them stays its own)."""
+        for j in [j for j in self._loaded if j not in set(keep)]:
+            del self._loaded[j]
