@@ -3,8 +3,8 @@
 An environment holds its whole scene, its physics and its renderer: about 225 MB at the `cpu` preset's
 settings (a LIBERO-90 kitchen, 48 px, the robot's hulls). A run over LIBERO-90's 90 tasks that kept one of
 each in the training process and in every evaluation worker would hold some 20 GB in each. A pool keeps
-the environments of the `keep_tasks` tasks used last and closes the others; building one again takes well
-under a second, beside rollouts of hundreds of steps. An environment's rollouts do not depend on whether
+the environments of the `keep_tasks` tasks used last and closes the others; building one again takes about
+a second, beside rollouts of hundreds of steps. An environment's rollouts do not depend on whether
 it was built anew or used before: each starts from a full initial state (`LiberoEnv.reset_to`).
 """
 
@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from pathlib import Path
 
-# Tasks whose environments a pool keeps when no rollout is using them. Evaluations take their rollouts task
-# after task, so a worker seldom needs more than two tasks at once.
-KEEP_TASKS = 4
+# Tasks whose environments a pool keeps when no rollout is using them: a suite of ten tasks (four of the five
+# benchmarks) never builds one twice, and LIBERO-90 keeps about 3 GB per process. Fewer would be rebuilt at
+# every evaluation point: the earlier tasks are evaluated in turn, which a pool of the tasks used last misses.
+KEEP_TASKS = 10
 
 
 class EnvPool:
