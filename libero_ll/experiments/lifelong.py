@@ -441,6 +441,8 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         for s in range(pos.stage, len(stages)):
             stage = stages[s]
             label = names[stage[0]] if len(stage) == 1 else f"all {len(stage)} tasks"
+            check_stage_memory(cfg, s, [names[j] for j in stage], [task_data.light[j] for j in stage],
+                               len(policy.image_keys), run_dir)
             data_s = task_data[stage[0]] if len(stage) == 1 else [task_data[j] for j in stage]
             dataset = train_cfg.dataset([task_data[j] for j in stage], policy)
             phase, first_epoch = (pos.phase, pos.epoch) if s == pos.stage else ("start", 0)
@@ -1031,6 +1033,46 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: boo
         for note in short_rollout_notes(cfg, tasks, plain):
             log(note)
     return store
+
+
+def available_memory() -> int | None:
+    """Bytes of memory that can be had without swapping (Linux's MemAvailable), or None where that is unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_stage_memory(cfg, s: int, names: list[str], light: list, cameras: int, run_dir: Path,
+                       available: int | None = None) -> None:
+    """Refuse to read a stage's demos whose images alone take more memory than the machine has free: the
+    kernel would kill the run without a word part-way through. `light` is the stage's tasks' demos without
+    images (DemoStore.light), `cameras` how many images a step holds.
+
+    Raises:
+        LiberoError: naming the stage, the size and what to change (the run keeps what it saved before).
+    """
+    available = available_memory() if available is None else available
+    if available is None:
+        return
+    size = int(cfg.env.image_size)
+    steps = sum(len(d["actions"]) for data in light for d in data.demos)
+    need = steps * cameras * size * size * 3
+    if need <= available:
+        return
+    what = names[0] if len(names) == 1 else f"all {len(names)} tasks"
+    # A run stopped before its first save is removed: it can only be started again.
+    go_on = (f"continue the run from this stage where there is more memory (libero-ll train --resume {run_dir}), "
+             "or start again" if (run_dir / STATE_FILE).exists() else "run it where there is more memory, or")
+    raise LiberoError(
+        f"stage {s + 1} ({what}) would hold {need / 2**30:.1f} GiB of demo images ({steps} steps, {cameras} "
+        f"cameras at {size}x{size}), more than the {available / 2**30:.1f} GiB of memory free on this machine; "
+        f"{go_on} with fewer demos (data.demos_per_task), smaller images (env.image_size) or fewer tasks"
+    )
 
 
 def demo_digests_of(task_data: list, names: list[str]) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from libero_ll.data.store import DemoStore
@@ -44,3 +45,52 @@ def test_a_resumed_er_run_reads_only_what_its_memory_and_stage_need(tmp_path, sm
     run_lifelong(cfg, log=lambda s: None, resume=run_dir, envs=smoke_envs)
     # Task 0 for ER's memory (let go once the memory holds its demos), then task 1 for its stage.
     assert reads == [(0, []), (1, [])]
+
+
+def test_a_stage_whose_images_do_not_fit_in_memory_is_refused_and_the_run_goes_on_later(
+        tmp_path, smoke_data, smoke_envs, make_smoke_config, monkeypatch):
+    from libero_ll.errors import LiberoError
+    from libero_ll.experiments import lifelong
+
+    cfg = make_smoke_config(tmp_path, smoke_data, *FAST, "learner.name=er")
+    # Room for the first task's images (2 demos of 32 px, two cameras) but not the second's.
+    light = []
+    monkeypatch.setattr(lifelong, "available_memory", lambda: 1 << 30 if not light else 1)
+    real = lifelong.check_stage_memory
+
+    def checking(cfg, s, names, data, cameras, run_dir, available=None):
+        light.append(s) if s == 1 else None
+        return real(cfg, s, names, data, cameras, run_dir, available)
+
+    monkeypatch.setattr(lifelong, "check_stage_memory", checking)
+    lines = []
+    with pytest.raises(LiberoError, match=r"stage 2 \(put_the_black_bowl_on_the_plate\) would hold 0\.0 GiB of demo "
+                                          r"images \(\d+ steps, 2 cameras at 32x32\), more than the 0\.0 GiB") as e:
+        run_lifelong(cfg, log=lines.append, envs=smoke_envs)
+    run_dir = lines[0].split(": ", 1)[1]
+    assert f"libero-ll train --resume {run_dir}" in str(e.value)
+    monkeypatch.setattr(lifelong, "available_memory", lambda: None)  # more memory: the run goes on
+    resumed = []
+    run_lifelong(cfg, log=resumed.append, resume=run_dir, envs=smoke_envs)
+    assert resumed[0].startswith(f"resuming {run_dir} at stage 2/2") and resumed[-1].startswith("done: 2 tasks")
+
+
+def test_stage_memory_check_counts_every_camera_of_every_step(tmp_path, make_smoke_config):
+    from libero_ll.data.dataset import TaskData
+    from libero_ll.errors import LiberoError
+    from libero_ll.experiments.lifelong import check_stage_memory
+
+    cfg = make_smoke_config(tmp_path, tmp_path, "env.image_size=128")
+    light = [TaskData(j, [{"actions": np.zeros((100, 7))}] * 50, np.ones(4)) for j in range(2)]
+    need = 2 * 50 * 100 * 2 * 128 * 128 * 3  # 0.92 GiB
+    check_stage_memory(cfg, 0, ["a", "b"], light, 2, tmp_path, available=need)
+    check_stage_memory(cfg, 0, ["a", "b"], light, 2, tmp_path, available=None)  # unknown: nothing refused
+    (tmp_path / "resume.pt").write_bytes(b"")  # a run saved before: it can be continued
+    with pytest.raises(LiberoError, match=r"stage 1 \(all 2 tasks\) would hold 0\.9 GiB .*10000 steps, 2 cameras "
+                                          r"at 128x128\), more than the 0\.9 GiB .* --resume "):
+        check_stage_memory(cfg, 0, ["a", "b"], light, 2, tmp_path, available=need - 1)
+    (tmp_path / "resume.pt").unlink()
+    # Before a run's first save (it is then removed), it can only be run again.
+    with pytest.raises(LiberoError, match=r"free on this machine; run it where there is more memory, or with "
+                                          r"fewer demos \(data.demos_per_task\), smaller images"):
+        check_stage_memory(cfg, 0, ["a", "b"], light, 2, tmp_path, available=need - 1)
