@@ -147,6 +147,8 @@ def _gather_in_place(parts: list[np.ndarray], owners: list[dict], key: str) -> n
     out = np.empty((sum(len(p) for p in parts), *parts[0].shape[1:]), dtype=np.uint8)
     at = 0
     for i, part in enumerate(parts):
+        if part.shape[1:] != out.shape[1:]:
+            raise ValueError(f"'{key}' arrays of {out.shape[1:]} and {part.shape[1:]} per step cannot be held together")
         view = out[at:at + len(part)]
         view[...] = part
         parts[i] = None  # the list's hold on the part, so that it goes once its demo lets go of it

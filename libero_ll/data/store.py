@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
 from libero_ll.data.dataset import TaskData, load_task_data
+from libero_ll.errors import LiberoError
 
 
 class DemoStore:
@@ -36,9 +38,12 @@ class DemoStore:
         if len(self.extra) != len(self.files):
             raise ValueError(f"{len(self.extra)} extra files for {len(self.files)} tasks")
         self._loaded: dict[int, TaskData] = {}
+        self._one = False  # within `one_at_a_time`
         self.reads = 0  # tasks read with their images so far (for tests and timings)
         self.own_demos: list[int] = []  # each task's demos from its own file (the rest are `extra`'s)
-        self.light = [self._read(j, [k for k in light_keys if k in self.obs_keys]) for j in range(len(self.files))]
+        self.light: list[TaskData] = []
+        for j in range(len(self.files)):
+            self.light.append(self._read(j, [k for k in light_keys if k in self.obs_keys]))
 
     def _read(self, j: int, keys: list[str]) -> TaskData:
         data = load_task_data(self.files[j], j, self.embs[j], keys, self.max_demos)
@@ -46,6 +51,11 @@ class DemoStore:
             self.own_demos.append(len(data.demos))
         if self.extra[j] is not None:
             data.demos.extend(load_task_data(self.extra[j], j, self.embs[j], keys).demos)
+        if j < len(self.light) and not _same_actions(data, self.light[j]):
+            raise LiberoError(
+                f"{self.files[j]} has changed since the run read it when it started (its demos' actions differ): "
+                "a run trains on the demos it checked; put the file back as it was, or start the run again"
+            )
         return data
 
     def first_demo(self, j: int) -> TaskData:
@@ -55,14 +65,30 @@ class DemoStore:
     def __len__(self) -> int:
         return len(self.files)
 
-    def __getitem__(self, j: int) -> TaskData:
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return [self[k] for k in range(len(self))[j]]
         j = int(j)
-        if not 0 <= j < len(self.files):
+        if not -len(self.files) <= j < len(self.files):
             raise IndexError(f"task {j} is not one of the store's {len(self.files)}")
+        j %= len(self.files)
         if j not in self._loaded:
+            if self._one:
+                self.release()
             self.reads += 1
             self._loaded[j] = self._read(j, self.obs_keys)
         return self._loaded[j]
+
+    @contextmanager
+    def one_at_a_time(self):
+        """Within it the store holds one task's demos at most: reading a task lets go of the one before (for a
+        learner rebuilding its memory from each task in turn, which keeps its own share of each)."""
+        self._one = True
+        try:
+            yield self
+        finally:
+            self._one = False
+            self.release()
 
     def __iter__(self):
         return (self[j] for j in range(len(self)))
@@ -75,3 +101,9 @@ class DemoStore:
         """Let go of every task's demos but those of `keep` (what a learner took of them stays its own)."""
         for j in [j for j in self._loaded if j not in set(keep)]:
             del self._loaded[j]
+
+
+def _same_actions(a: TaskData, b: TaskData) -> bool:
+    return len(a.demos) == len(b.demos) and all(
+        np.array_equal(x["actions"], y["actions"]) for x, y in zip(a.demos, b.demos))
+

@@ -1,8 +1,8 @@
 """The environments of many tasks in one process, built when first needed and closed when not used for a while.
 
-An environment holds its whole scene, its physics and its renderer: about 225 MB at the `cpu` preset's
-settings (a LIBERO-90 kitchen, 48 px, the robot's hulls). A run over LIBERO-90's 90 tasks that kept one of
-each in the training process and in every evaluation worker would hold some 20 GB in each. A pool keeps
+An environment holds its whole scene, its physics and its renderer: about 290 MB at the `cpu` preset's
+settings (LIBERO-90's scenes, 48 px, the robot's hulls, once reset). A run over LIBERO-90's 90 tasks that kept
+one of each in the training process and in every evaluation worker would hold some 26 GB in each. A pool keeps
 the environments of the `keep_tasks` tasks used last and closes the others; building one again takes about
 a second, beside rollouts of hundreds of steps. An environment's rollouts do not depend on whether
 it was built anew or used before: each starts from a full initial state (`LiberoEnv.reset_to`).

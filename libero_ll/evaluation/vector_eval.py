@@ -178,7 +178,7 @@ class ParallelEvaluator:
         workers: number of processes.
         envs_per_worker: rollouts each process steps at once, each in an environment of its own. A worker
             keeps up to this many environments of each of the few tasks it evaluated last (each holds its
-            whole scene, about 225 MB at the cpu preset's settings; `libero_ll.envs.pool.EnvPool`).
+            whole scene, about 290 MB at the cpu preset's settings; `libero_ll.envs.pool.EnvPool`).
         policy_in_workers: run whole rollouts in the workers, each with its own copy of the policy, instead
             of stepping them in lock-step with the policy batched here, where that is possible: for a
             BasePolicy on the CPU and no recorder. False always steps in lock-step. See `rollouts_many`.

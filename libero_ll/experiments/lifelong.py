@@ -136,7 +136,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
             open. None builds each when first needed, keeps those of the few tasks used last and closes the
             rest (`libero_ll.envs.pool.EnvPool`), and closes them all at the end.
         timings: when given, receives the wall-clock seconds this call spent: "demos" (collecting missing
-            demos and loading all), "eval" (evaluations, the start of evaluation workers included), "train"
+            demos, and reading and checking their actions and low-dim observations; each stage reads its
+            images when it starts, counted in "train"), "eval" (evaluations, the start of evaluation workers included), "train"
             (the rest of the lifelong loop: epochs, checkpoints, end-of-stage work) and "total" (the whole
             call, setup included).
         run_dir: start the new run in this directory (created if missing; it must not hold a run yet) instead
@@ -372,8 +373,9 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                 policy.load_state_dict(saved["policy"])
             except RuntimeError as e:
                 raise LiberoError(_weights_mismatch(run_dir, first_line(e))) from None
-            learner.load_state_dict(saved["learner"], task_data)
-            task_data.release()  # what the learner rebuilt from them (ER's memory) is its own
+            # One task's demos at a time: what the learner rebuilds from each (ER's memory) is its own.
+            with task_data.one_at_a_time():
+                learner.load_state_dict(saved["learner"], task_data)
             tensor = SuccessTensor.from_dict(saved["tensor"])
             pos = _Position(**saved["position"])
             global_epoch, resources = int(saved["global_epoch"]), list(saved["resources"])
@@ -1024,6 +1026,8 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: boo
         log(note)
     check_demo_counts(cfg, tasks, resumed=resumed, note=log if few_demos_note else None)
     obs_keys = policy.image_keys + policy.lowdim_keys
+    # The images are read when a stage needs them: that every file holds them is checked now (its layout).
+    check_demo_keys(cfg, tasks, obs_keys)
     extra = _ensure_corrections(cfg, tasks, log) if int(cfg.data.corrections_per_demo) > 0 else None
     store = DemoStore([task_demo_file(data_dir, t.stem) for t in tasks], embs, obs_keys,
                       int(cfg.data.demos_per_task), light_keys=policy.lowdim_keys, extra=extra)

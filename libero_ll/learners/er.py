@@ -112,7 +112,10 @@ def _task(tasks, tid: int) -> TaskData:
     store that reads them when asked for (DemoStore); any other order is searched."""
     if 0 <= tid < len(tasks) and tasks[tid].task_id == tid:
         return tasks[tid]
-    return next(t for t in tasks if t.task_id == tid)
+    for t in tasks:
+        if t.task_id == tid:
+            return t
+    raise KeyError(f"no task of id {tid} among the {len(tasks)} given")
 
 
 def _concat(a, b):

@@ -99,3 +99,35 @@ def test_a_dataset_holds_the_images_once():
     batch = ds.get_batch([0, 41, 399])
     np.testing.assert_array_equal(batch["obs"]["agentview_rgb"][1, 0].numpy(), want[1][1])
     np.testing.assert_array_equal(batch["obs"]["agentview_rgb"][2, 0].numpy(), want[9][39])
+
+
+def test_one_at_a_time_holds_a_single_task(three_tasks):
+    store = DemoStore(three_tasks, np.eye(3), KEYS, max_demos=2)
+    store[2]
+    with store.one_at_a_time():
+        first = store[0]
+        assert store.loaded() == [0]  # task 2 let go
+        kept = [first.demos[1]]  # what a learner takes of a task stays its own
+        store[1]
+        assert store.loaded() == [1]
+    assert store.loaded() == [] and kept[0]["agentview_rgb"].shape == (6, 8, 8, 3)
+    # Indexed as a list is: from the end, and by slices.
+    assert store[-1].task_id == 2 and [t.task_id for t in store[0:2]] == [0, 1]
+    with pytest.raises(IndexError, match="task -4 is not one of the store's 3"):
+        store[-4]
+
+
+def test_a_file_changed_after_the_run_read_it_is_refused_at_its_stage(three_tasks):
+    store = DemoStore(three_tasks, np.eye(3), KEYS, max_demos=2)
+    write_task(three_tasks[1], [5, 6, 5], seed=7)  # another collection, in place
+    store[0]
+    with pytest.raises(LiberoError, match=r"t1.hdf5 has changed since the run read it when it started"):
+        store[1]
+
+
+def test_images_of_other_shapes_are_refused():
+    tasks = [TaskData(0, [{"agentview_rgb": np.zeros((5, 16, 16, 3), np.uint8), "actions": np.zeros((5, 7))},
+                          {"agentview_rgb": np.zeros((5, 16, 16, 1), np.uint8), "actions": np.zeros((5, 7))}],
+                      np.ones(4))]
+    with pytest.raises(ValueError, match=r"'agentview_rgb' arrays of \(16, 16, 3\) and \(16, 16, 1\) per step"):
+        SequenceDataset(tasks, seq_len=2, obs_keys=["agentview_rgb"])

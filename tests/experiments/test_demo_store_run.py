@@ -94,3 +94,27 @@ def test_stage_memory_check_counts_every_camera_of_every_step(tmp_path, make_smo
     with pytest.raises(LiberoError, match=r"free on this machine; run it where there is more memory, or with "
                                           r"fewer demos \(data.demos_per_task\), smaller images"):
         check_stage_memory(cfg, 0, ["a", "b"], light, 2, tmp_path, available=need - 1)
+
+
+def test_a_resumed_run_checks_every_files_images_are_there_before_training(tmp_path, smoke_data, smoke_envs,
+                                                                           make_smoke_config):
+    import shutil
+
+    import h5py
+
+    from libero_ll.errors import LiberoError
+
+    data = tmp_path / "demos"
+    shutil.copytree(smoke_data, data)
+    cfg = make_smoke_config(tmp_path, data, *FAST, "learner.name=er")
+    lines = []
+    run_lifelong(cfg, log=lines.append, envs=smoke_envs, max_stages=1)
+    run_dir = lines[0].split(": ", 1)[1]
+    bowl = data / "put_the_black_bowl_on_the_plate.hdf5"
+    with h5py.File(bowl, "r+") as f:  # the file replaced meanwhile by one without the wrist camera
+        del f["data/demo_1/obs/eye_in_hand_rgb"]
+    resumed = []
+    with pytest.raises(LiberoError, match=r"put_the_black_bowl_on_the_plate.hdf5: data/demo_1/obs has no "
+                                          r"'eye_in_hand_rgb' dataset"):
+        run_lifelong(cfg, log=resumed.append, resume=run_dir, envs=smoke_envs)
+    assert not any(line.startswith("stage 2") for line in resumed)
