@@ -42,16 +42,24 @@ class DemoStore:
         self.reads = 0  # tasks read with their images so far (for tests and timings)
         self.own_demos: list[int] = []  # each task's demos from its own file (the rest are `extra`'s)
         self.light: list[TaskData] = []
+        keys = [k for k in light_keys if k in self.obs_keys]
         for j in range(len(self.files)):
-            self.light.append(self._read(j, [k for k in light_keys if k in self.obs_keys]))
+            data, own = self._read(j, keys)
+            self.light.append(data)
+            self.own_demos.append(own)
 
-    def _read(self, j: int, keys: list[str]) -> TaskData:
+    def _read(self, j: int, keys: list[str]) -> tuple[TaskData, int]:
+        """Task j's demos with the observations `keys`, and how many of them come from its own file."""
         data = load_task_data(self.files[j], j, self.embs[j], keys, self.max_demos)
-        if len(self.own_demos) == j:
-            self.own_demos.append(len(data.demos))
+        own = len(data.demos)
         if self.extra[j] is not None:
             data.demos.extend(load_task_data(self.extra[j], j, self.embs[j], keys).demos)
-        if j < len(self.light) and not _same_actions(data, self.light[j]):
+        return data, own
+
+    def _read_whole(self, j: int) -> TaskData:
+        """Task j's demos with every observation, which must act as those read when the store was made."""
+        data, _ = self._read(j, self.obs_keys)
+        if not _same_actions(data, self.light[j]):
             raise LiberoError(
                 f"{self.files[j]} has changed since the run read it when it started (its demos' actions differ): "
                 "a run trains on the demos it checked; put the file back as it was, or start the run again"
@@ -76,7 +84,7 @@ class DemoStore:
             if self._one:
                 self.release()
             self.reads += 1
-            self._loaded[j] = self._read(j, self.obs_keys)
+            self._loaded[j] = self._read_whole(j)
         return self._loaded[j]
 
     @contextmanager

@@ -258,8 +258,9 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             log(f"policy initialised from {source}")
             for note in pretrained_look_notes(cfg, pretrained, source) + untrained_source_notes(source):
                 log(note)
-        if resume is None:
-            check_demo_keys(cfg, tasks, policy.image_keys + policy.lowdim_keys)
+        # Every demo file already there holds what the run reads of it, images included (each stage reads
+        # its images only when it starts): checked before any work, on a resume too.
+        check_demo_keys(cfg, tasks, policy.image_keys + policy.lowdim_keys)
         plugins = plugin_files(cfg.plugins)
         # The run's config.yaml and this session's entry, which names the pretrained file it loaded, are written
         # together: a run stopped between the two would, resumed, pick its pretrained file anew (a glob).
@@ -1026,8 +1027,6 @@ def _load_demos(cfg, tasks: list[Path], embs, policy, env_cfg, log, resumed: boo
         log(note)
     check_demo_counts(cfg, tasks, resumed=resumed, note=log if few_demos_note else None)
     obs_keys = policy.image_keys + policy.lowdim_keys
-    # The images are read when a stage needs them: that every file holds them is checked now (its layout).
-    check_demo_keys(cfg, tasks, obs_keys)
     extra = _ensure_corrections(cfg, tasks, log) if int(cfg.data.corrections_per_demo) > 0 else None
     store = DemoStore([task_demo_file(data_dir, t.stem) for t in tasks], embs, obs_keys,
                       int(cfg.data.demos_per_task), light_keys=policy.lowdim_keys, extra=extra)

@@ -53,16 +53,9 @@ def test_a_stage_whose_images_do_not_fit_in_memory_is_refused_and_the_run_goes_o
     from libero_ll.experiments import lifelong
 
     cfg = make_smoke_config(tmp_path, smoke_data, *FAST, "learner.name=er")
-    # Room for the first task's images (2 demos of 32 px, two cameras) but not the second's.
-    light = []
-    monkeypatch.setattr(lifelong, "available_memory", lambda: 1 << 30 if not light else 1)
-    real = lifelong.check_stage_memory
-
-    def checking(cfg, s, names, data, cameras, run_dir, available=None):
-        light.append(s) if s == 1 else None
-        return real(cfg, s, names, data, cameras, run_dir, available)
-
-    monkeypatch.setattr(lifelong, "check_stage_memory", checking)
+    # Memory free for the first stage's images (2 demos at 32 px, two cameras), then 1 byte for the second's.
+    free = iter([1 << 30])
+    monkeypatch.setattr(lifelong, "available_memory", lambda: next(free, 1))
     lines = []
     with pytest.raises(LiberoError, match=r"stage 2 \(put_the_black_bowl_on_the_plate\) would hold 0\.0 GiB of demo "
                                           r"images \(\d+ steps, 2 cameras at 32x32\), more than the 0\.0 GiB") as e:
