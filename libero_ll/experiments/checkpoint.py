@@ -137,7 +137,7 @@ def load_policy_weights(policy: torch.nn.Module, path: Path, ckpt: dict | None =
     if not isinstance(state, dict):
         raise LiberoError(f"{path}: holds no policy weights (no 'policy' entry)")
     own = policy.state_dict()
-    missing = sorted(set(own) - set(state))
+    missing = sorted(set(own) - set(state) - set(getattr(policy, "optional_state", ())))
     unexpected = sorted(set(state) - set(own))
     shapes = [
         f"{k} {tuple(state[k].shape)} vs {tuple(own[k].shape)}"

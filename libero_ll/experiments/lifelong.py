@@ -308,6 +308,15 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             first = {k: np.concatenate([d[k] for j in stages[0] for d in task_data.light[j].demos])
                      for k in policy.lowdim_keys}
             policy.set_lowdim_stats({k: (v.mean(0), v.std(0)) for k, v in first.items()})
+            # The instructions of every task, known from the start (as LIBERO embeds them all before training).
+            if policy.cfg.standardize_language and policy.set_language_stats(embs):
+                log(f"task embeddings centred on the run's {len(np.unique(embs, axis=0))} distinct instructions "
+                    f"and scaled by {float(policy.language_scale):.3g} (policy.cfg.standardize_language)")
+        elif policy.cfg.standardize_language and saved is None:
+            how = ("centred on its run's instructions" if bool(policy.language_mean.any())
+                   else "as the encoder gives them, its run did not standardise them")
+            log(f"policy.cfg.standardize_language: the task embeddings are read as the pretrained policy read them "
+                f"({how})")
         sample = policy.windows([task_data.first_demo(0)])
         macs_per_window = forward_macs_per_window(policy, sample.get_batch(np.arange(min(2, len(sample)))))
         num_params = sum(p.numel() for p in policy.parameters())
@@ -961,7 +970,8 @@ def _check_saved_weights(policy, saved: dict, run_dir: Path) -> None:
     """Check that the saved policy weights fit the policy the run's config builds, naming the first that does
     not (before any long work)."""
     have, stored = policy.state_dict(), saved["policy"]
-    for key in list(stored) + [k for k in have if k not in stored]:
+    optional = getattr(policy, "optional_state", ())
+    for key in list(stored) + [k for k in have if k not in stored and k not in optional]:
         if key not in have:
             problem = f"{key} is in {STATE_FILE} but not in the policy the config builds"
         elif key not in stored:

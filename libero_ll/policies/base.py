@@ -67,6 +67,8 @@ class BasePolicy(nn.Module):
 
     config_class: type | None = None
     head: GMMHead
+    # Entries of the state dict that weights saved before them lack; they load with their defaults.
+    optional_state: tuple[str, ...] = ("language_mean", "language_scale")
 
     def __init__(self, cfg: Any, shape_meta: Mapping[str, Any]):
         super().__init__()
@@ -106,6 +108,13 @@ class BasePolicy(nn.Module):
             size = int(self.shape_meta["lowdim"][key])
             self.register_buffer(f"lowdim_mean_{key}", torch.zeros(size))
             self.register_buffer(f"lowdim_std_{key}", torch.ones(size))
+        # Task embeddings are read as (emb - language_mean) * language_scale (`_task_emb`). The defaults scale
+        # by sqrt(D) alone; with ``standardize_language`` a run sets them from its instructions
+        # (`set_language_stats`), saved with the weights. A checkpoint from before these buffers loads with the
+        # defaults, which is how it was trained (`_load_from_state_dict`).
+        emb_dim = int(self.shape_meta["task_emb_dim"])
+        self.register_buffer("language_mean", torch.zeros(emb_dim))
+        self.register_buffer("language_scale", torch.tensor(math.sqrt(emb_dim), dtype=torch.float32))
         self._tokens: torch.Tensor | None = None  # (N, L, M, E) tokens of the last L ≤ seq_len steps
         self._lengths: torch.Tensor | None = None  # (N,) valid steps per env, the newest at the end
         self._streams: list | None = None  # one numpy Generator per env for sampled actions (use_streams)
@@ -177,6 +186,38 @@ class BasePolicy(nn.Module):
                 std_t = torch.as_tensor(np.asarray(std), dtype=torch.float32).clamp(min=min_std)
                 getattr(self, f"lowdim_std_{key}").copy_(std_t)
 
+    def set_language_stats(self, task_embs: np.ndarray) -> bool:
+        """Centre task embeddings on the mean of the distinct rows of `task_embs` (the run's instructions) and
+        scale them so that their components have a root mean square of 1 about it (one scale for all
+        components, so an instruction the run never saw is not blown up along a component the run's
+        instructions share). For instructions that differ by a word or two (libero_spatial's: mean cosine
+        0.845 with MiniLM, 0.995 for the closest two) the part they all share is then gone and what tells them
+        apart is read at the size of a whole embedding (docs/policies.md).
+
+        Returns False, leaving the defaults, when there are fewer than two distinct embeddings.
+        """
+        embs = np.unique(np.asarray(task_embs, dtype=np.float64), axis=0)
+        if embs.ndim != 2 or embs.shape[1] != self.shape_meta["task_emb_dim"]:
+            raise LiberoError(f"task embeddings of shape {np.shape(task_embs)}; the policy was built for "
+                              f"{self.shape_meta['task_emb_dim']} dims")
+        spread = float(embs.var(axis=0).mean()) if len(embs) > 1 else 0.0
+        if spread <= 0.0:
+            return False
+        self.language_mean.copy_(torch.as_tensor(embs.mean(axis=0), dtype=torch.float32))
+        self.language_scale.fill_(1.0 / math.sqrt(spread))
+        return True
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        # Weights saved before the policies read their embeddings through language_mean / language_scale
+        # were trained on emb * sqrt(D): they load with the defaults that give exactly that.
+        defaults = {"language_mean": torch.zeros_like(self.language_mean),
+                    "language_scale": torch.tensor(math.sqrt(self.language_mean.numel()))}
+        for name in self.optional_state:
+            state_dict.setdefault(prefix + name, defaults[name])
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def features(self, batch: Mapping[str, Any]) -> torch.Tensor:
         """Causal features (B, T, F) of a training batch (the data package's ``get_batch`` format)."""
         obs = self.preprocess(batch["obs"])
@@ -185,7 +226,8 @@ class BasePolicy(nn.Module):
         return self.temporal(self.encode_steps(obs, task_emb), mask)
 
     def _task_emb(self, task_emb: Any) -> torch.Tensor:
-        """Task embeddings as the policy reads them: scaled by sqrt(D).
+        """Task embeddings as the policy reads them: (emb - language_mean) * language_scale, by default
+        scaled by sqrt(D) alone (``set_language_stats`` sets them from a run's instructions).
 
         Sentence encoders return unit vectors, whose D components are about 1/sqrt(D) each (0.05 for a
         384-d one); a linear layer initialised for inputs of unit size then passes on features ten times
@@ -199,7 +241,7 @@ class BasePolicy(nn.Module):
                 f"task embeddings have {emb.shape[-1]} dims; "
                 f"the policy was built for {self.shape_meta['task_emb_dim']}"
             )
-        return emb * math.sqrt(emb.shape[-1])
+        return (emb - self.language_mean) * self.language_scale
 
     def _batch_mask(self, batch: Mapping[str, Any]) -> torch.Tensor:
         if batch.get("mask") is None:

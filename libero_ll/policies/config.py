@@ -49,6 +49,13 @@ class PolicyConfig:
     # per window and key (0: none, the paper's). The images are left true, so the policy learns to act on
     # what it sees where the hand's reading is off (docs/policies.md).
     lowdim_noise: float = 0.0
+    # Read the task embeddings centred on the mean of the run's instructions and scaled to their spread
+    # (`BasePolicy.set_language_stats`; saved with the weights, kept from a pretrained policy) instead of as
+    # the encoder gives them (False, the paper's). Instructions that differ by a word or two, as
+    # libero_spatial's do, then lose the part they share: with MiniLM and the cpu preset, ER forgot the first
+    # libero_spatial task as soon as the second was learnt without it, and kept it with it (docs/policies.md,
+    # "Instructions that differ by a word or two").
+    standardize_language: bool = False
     # Colour jitter of training images (per window).
     augment_jitter: bool = True
     # Jitter strengths: brightness, contrast, saturation.
@@ -67,7 +74,7 @@ class PolicyConfig:
         self.jitter = self._items("jitter", "numbers", finite_number)
         self.lowdim_components = self._check_components(self.lowdim_components)
         self.require_positive("seq_len gmm_modes action_chunk")
-        self.require_bool("augment_shift augment_jitter deterministic_eval")
+        self.require_bool("augment_shift augment_jitter deterministic_eval standardize_language")
         if any(h < 1 for h in self.gmm_hidden):
             raise self.error(f"gmm_hidden widths must be at least 1, got {self.gmm_hidden}")
         self.min_std = self.require_number("min_std", above=0.0)
