@@ -312,11 +312,12 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             if policy.cfg.standardize_language and policy.set_language_stats(embs):
                 log(f"task embeddings centred on the run's {len(np.unique(embs, axis=0))} distinct instructions "
                     f"and scaled by {float(policy.language_scale):.3g} (policy.cfg.standardize_language)")
-        elif policy.cfg.standardize_language and saved is None:
+        elif saved is None and (policy.cfg.standardize_language or bool(policy.language_mean.any())):
+            # Either way round, the setting does not apply to a pretrained policy: say which reading it keeps.
             how = ("centred on its run's instructions" if bool(policy.language_mean.any())
                    else "as the encoder gives them, its run did not standardise them")
-            log(f"policy.cfg.standardize_language: the task embeddings are read as the pretrained policy read them "
-                f"({how})")
+            log(f"the task embeddings are read as the pretrained policy read them ({how}), whatever "
+                f"policy.cfg.standardize_language says")
         sample = policy.windows([task_data.first_demo(0)])
         macs_per_window = forward_macs_per_window(policy, sample.get_batch(np.arange(min(2, len(sample)))))
         num_params = sum(p.numel() for p in policy.parameters())

@@ -84,6 +84,11 @@ def test_the_statistics_travel_with_the_weights_and_older_weights_load_with_the_
     again.set_language_stats(CLOSE)
     load_policy_weights(again, path)
     assert torch.equal(again._task_emb(CLOSE), torch.as_tensor(CLOSE) * math.sqrt(D))
+    # A file that holds statistics gives them to the policy it is loaded into.
+    torch.save({"policy": policy.state_dict()}, path)
+    load_policy_weights(again, path)
+    np.testing.assert_array_equal(read(again, CLOSE), read(policy, CLOSE))
+    assert not torch.equal(again._task_emb(CLOSE), torch.as_tensor(CLOSE) * math.sqrt(D))
     # Other missing entries are still refused.
     del old[next(k for k in old if k.endswith("weight"))]
     torch.save({"policy": old}, path)
