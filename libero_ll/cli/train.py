@@ -11,12 +11,7 @@ import sys
 from pathlib import Path
 
 from libero_ll.errors import LiberoError
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (from `kill`, `timeout` or a batch scheduler), taken as Ctrl-C is: the run stops where it is, its
-    state saved at its last completed epoch, and its log says why it stopped."""
-
+from libero_ll.signals import Terminated
 
 # The exit status of a process ended by SIGTERM, as a shell reports it (128 + 15).
 EXIT_TERMINATED = 128 + signal.SIGTERM

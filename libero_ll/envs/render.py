@@ -120,6 +120,22 @@ def _gl_flush() -> None:
     platform.PLATFORM.GL.glFlush()
 
 
+def _make_current(gl) -> None:
+    """Make the GL context `gl` current. A Ctrl-C or SIGTERM that came while ctypes converted the call's
+    arguments is raised as itself, not as the ArgumentError ctypes turns it into."""
+    import ctypes
+
+    from libero_ll.signals import unwrap_interrupt
+
+    try:
+        gl.make_current()
+    except ctypes.ArgumentError as e:
+        stop = unwrap_interrupt(e)
+        if stop is None:
+            raise
+        raise stop from None
+
+
 class RenderError(LiberoError):
     """The GL library could not make the offscreen buffer pictures of the asked size are drawn in."""
 
@@ -307,7 +323,7 @@ class CameraRenderer:
         cameras = list(cameras)
         for start in range(0, len(cameras), self._columns):
             chunk = cameras[start : start + self._columns]
-            renderer._gl_context.make_current()
+            _make_current(renderer._gl_context)
             for i, camera in enumerate(chunk):
                 self._build(data, camera)
                 mujoco.mjr_render(mujoco.MjrRect(i * size, 0, size, size), renderer.scene, context)
@@ -462,7 +478,7 @@ class CameraRenderer:
         renderer = self._renderer
         gl, objects = getattr(renderer, "_gl_context", None), getattr(renderer, "_mjr_context", None)
         if gl is not None and objects is not None:
-            gl.make_current()
+            _make_current(gl)
             objects.free()
             renderer._mjr_context = None
         renderer.close()
