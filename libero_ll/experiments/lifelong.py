@@ -309,7 +309,8 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                      for k in policy.lowdim_keys}
             policy.set_lowdim_stats({k: (v.mean(0), v.std(0)) for k, v in first.items()})
             # The instructions of every task, known from the start (as LIBERO embeds them all before training).
-            if policy.cfg.standardize_language and policy.set_language_stats(embs):
+            # (A resume then loads the saved ones, the same, over them: said at the start only.)
+            if policy.cfg.standardize_language and policy.set_language_stats(embs) and saved is None:
                 log(f"task embeddings centred on the run's {len(np.unique(embs, axis=0))} distinct instructions "
                     f"and scaled by {float(policy.language_scale):.3g} (policy.cfg.standardize_language)")
         elif saved is None and (policy.cfg.standardize_language or bool(policy.language_mean.any())):

@@ -112,9 +112,8 @@ class BasePolicy(nn.Module):
         # by sqrt(D) alone; with ``standardize_language`` a run sets them from its instructions
         # (`set_language_stats`), saved with the weights. A checkpoint from before these buffers loads with the
         # defaults, which is how it was trained (`_load_from_state_dict`).
-        emb_dim = int(self.shape_meta["task_emb_dim"])
-        self.register_buffer("language_mean", torch.zeros(emb_dim))
-        self.register_buffer("language_scale", torch.tensor(math.sqrt(emb_dim), dtype=torch.float32))
+        for name, value in self._language_defaults().items():
+            self.register_buffer(name, value)
         self._tokens: torch.Tensor | None = None  # (N, L, M, E) tokens of the last L ≤ seq_len steps
         self._lengths: torch.Tensor | None = None  # (N,) valid steps per env, the newest at the end
         self._streams: list | None = None  # one numpy Generator per env for sampled actions (use_streams)
@@ -207,14 +206,17 @@ class BasePolicy(nn.Module):
         self.language_scale.fill_(1.0 / math.sqrt(spread))
         return True
 
+    def _language_defaults(self) -> dict[str, torch.Tensor]:
+        """The reading of task embeddings before any statistics: emb * sqrt(D) (the `optional_state`)."""
+        emb_dim = int(self.shape_meta["task_emb_dim"])
+        return {"language_mean": torch.zeros(emb_dim), "language_scale": torch.tensor(math.sqrt(emb_dim))}
+
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs) -> None:
         # Weights saved before the policies read their embeddings through language_mean / language_scale
         # were trained on emb * sqrt(D): they load with the defaults that give exactly that.
-        defaults = {"language_mean": torch.zeros_like(self.language_mean),
-                    "language_scale": torch.tensor(math.sqrt(self.language_mean.numel()))}
-        for name in self.optional_state:
-            state_dict.setdefault(prefix + name, defaults[name])
+        for name, value in self._language_defaults().items():
+            state_dict.setdefault(prefix + name, value)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
 
