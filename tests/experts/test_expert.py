@@ -139,6 +139,52 @@ def test_free_spot_keeps_clear_of_what_is_already_in_the_region():
     assert np.all(np.abs(spot) <= region.half[:2])
 
 
+def test_free_spot_beside_a_can_takes_the_same_side_wherever_the_can_settled():
+    """A box put into a basket beside a can at its centre goes to the side with room nearest the robot, not to
+    whichever side a few millimetres of the can's resting place favour (demos on both sides cannot be learnt)."""
+    import numpy as np
+
+    from libero_ll.assets.categories import get_model
+    from libero_ll.envs.predicates import BoxRegion
+    from libero_ll.experts.expert import SPOT_CLEARANCE, free_spot
+
+    region = BoxRegion(np.array([0.0, 0.2, 0.9]), np.eye(3), np.array([0.078, 0.103, 0.06]), "basket_1")
+    box = get_model("cream_cheese")
+    radius = float(min(box.half_size[:2]))
+    base = np.array([-0.66, 0.0])
+    spots = []
+    for dx in (-0.006, 0.0, 0.006):
+        for dy in (-0.006, 0.0, 0.006):
+            can = (np.array([dx, 0.2 + dy]), 0.031)
+            spot = free_spot(region, box, [can], toward=base)
+            spots.append(spot)
+            assert np.linalg.norm(spot - can[0]) - can[1] - radius >= SPOT_CLEARANCE
+            # Without a preferred point, the spot farthest from the can (up to the cap): either side.
+            free_spot(region, box, [can])
+    spots = np.array(spots)
+    assert np.all(spots[:, 1] < 0.2 - 0.05), spots  # every one on the side of the basket nearer the base (y < centre)
+    assert np.ptp(spots[:, 0]) < 0.02 and np.ptp(spots[:, 1]) < 0.02, spots  # and at the same place, near enough
+    # A can at the near side leaves no room there: the box goes no nearer than the basket's middle, clear of it.
+    can = (np.array([0.0, 0.12]), 0.031)
+    spot = free_spot(region, box, [can], toward=base)
+    assert spot[1] >= 0.2 - 1e-9 and np.linalg.norm(spot - can[0]) - can[1] - radius >= SPOT_CLEARANCE
+
+
+def test_free_spot_without_room_anywhere_takes_the_most_room():
+    import numpy as np
+
+    from libero_ll.assets.categories import get_model
+    from libero_ll.envs.predicates import BoxRegion
+    from libero_ll.experts.expert import SPOT_CLEARANCE, free_spot
+
+    region = BoxRegion(np.array([0.0, 0.0, 0.9]), np.eye(3), np.array([0.05, 0.05, 0.06]), "basket_1")
+    box = get_model("cream_cheese")
+    big = [(np.array([0.0, 0.0]), 0.04)]
+    spot = free_spot(region, box, big, toward=np.array([-0.66, 0.0]))
+    assert np.linalg.norm(spot) - 0.04 - float(min(box.half_size[:2])) < SPOT_CLEARANCE
+    np.testing.assert_allclose(spot, free_spot(region, box, big))
+
+
 def test_fit_turn_turns_a_book_to_fit_a_narrow_compartment():
     import math
 
