@@ -159,8 +159,6 @@ def test_free_spot_beside_a_can_takes_the_same_side_wherever_the_can_settled():
             spot = free_spot(region, box, [can], toward=base)
             spots.append(spot)
             assert np.linalg.norm(spot - can[0]) - can[1] - radius >= SPOT_CLEARANCE
-            # Without a preferred point, the spot farthest from the can (up to the cap): either side.
-            free_spot(region, box, [can])
     spots = np.array(spots)
     assert np.all(spots[:, 1] < 0.2 - 0.05), spots  # every one on the side of the basket nearer the base (y < centre)
     assert np.ptp(spots[:, 0]) < 0.02 and np.ptp(spots[:, 1]) < 0.02, spots  # and at the same place, near enough
