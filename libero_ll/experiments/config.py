@@ -282,7 +282,7 @@ def _check_values(cfg, sources: list) -> None:
         raise LiberoError(
             f"{_source(sources, key)}{key + ': ' if key else ''}{what}: {first_line(e)}"
         ) from None
-    from libero_ll.experiments.lifelong import COUNTS, is_count
+    from libero_ll.experiments.lifelong import CHOICES, COUNTS, choice_problem, is_count
 
     try:
         TrainConfig(**plain["train"])
@@ -293,6 +293,10 @@ def _check_values(cfg, sources: list) -> None:
         value = _lookup(plain, key)[1]
         if not is_count(key, value, least):
             raise LiberoError(f"{_source(sources, key)}{key} must be {meaning}, got {value!r}")
+    for key, _ in CHOICES:
+        problem = choice_problem(key, _lookup(plain, key)[1])
+        if problem:
+            raise LiberoError(f"{_source(sources, key)}{problem}")
 
 
 def _lookup(container, key: str) -> tuple[bool, Any]:

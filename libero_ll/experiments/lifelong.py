@@ -20,6 +20,7 @@ import torch
 
 from libero_ll import MAX_SEED
 from libero_ll.data.hdf5 import LOWDIM_SIZES, task_demo_file
+from libero_ll.envs.render import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 from libero_ll.paths import file_in_the_way
 from libero_ll.signals import interrupts_held
@@ -1528,6 +1529,18 @@ COUNTS = (
 )
 
 
+# Settings that take one of a few words: key, the words (checked with COUNTS, before any work).
+CHOICES = (("env.robot_mesh", ROBOT_MESHES),)
+
+
+def choice_problem(key: str, value) -> str | None:
+    """What is wrong with `value` of the CHOICES setting `key`, or None when it is one of its words."""
+    words = dict(CHOICES)[key]
+    if isinstance(value, str) and value in words:
+        return None
+    return f"{key} must be one of {', '.join(words)}, got {value!r}"
+
+
 def is_count(key: str, value, least: int) -> bool:
     """Whether `value` is a whole number >= least, and for a seed at most MAX_SEED (see COUNTS)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
@@ -1588,6 +1601,10 @@ def check_components(cfg, check_init: bool = True, check_suite: bool = True, che
         value = OmegaConf.select(cfg, key)
         if not is_count(key, value, least):
             raise LiberoError(f"{key} must be {meaning}, got {value!r}")
+    for key, _ in CHOICES:
+        problem = choice_problem(key, OmegaConf.select(cfg, key))
+        if problem:
+            raise LiberoError(problem)
     if cfg.tasks is not None and len(cfg.tasks) == 0:
         raise LiberoError("tasks is an empty list: name at least one task, or leave tasks out for the whole suite")
     if check_suite:

@@ -166,6 +166,9 @@ def test_a_file_value_of_the_wrong_shape_says_what_the_key_takes(tmp_path):
         ("train:\n  lr: 0\n", "train={lr: 0}", "train.lr must be a positive number, got 0.0"),
         ("eval: {rollouts: 0}\n", "eval.rollouts=0", "eval.rollouts must be 1 or more, got 0"),
         ("seed: -3\n", "seed=-3", "seed must be a whole number from 0 to 2**63-1, got -3"),
+        # Before, taken: the run made its folder and collected or loaded demos before the first scene refused it.
+        ("env: {robot_mesh: colision}\n", "env.robot_mesh=colision",
+         "env.robot_mesh must be one of visual, simplified, collision, got 'colision'"),
     ],
 )
 def test_a_value_out_of_range_names_its_file_or_its_override(tmp_path, text, override, message):
@@ -177,7 +180,20 @@ def test_a_value_out_of_range_names_its_file_or_its_override(tmp_path, text, ove
     top = config_file(tmp_path, f"defaults: [{path.stem}]\nname: top\n", "top.yaml")
     assert refused(top) == f"{path} (in the defaults of {top}): {message}"
     key, value = override.split("=", 1)
-    good = {"train.epochs=-1": "train.epochs=2", "train={lr: 0}": "train.lr=0.1"}.get(override, f"{key}=1")
+    good = {"train.epochs=-1": "train.epochs=2", "train={lr: 0}": "train.lr=0.1",
+            "env.robot_mesh=colision": "env.robot_mesh=collision"}.get(override, f"{key}=1")
     load_config(path, [good])
     for shipped in sorted(CONFIGS.glob("*.yaml")):  # the presets still load
         load_config(shipped)
+
+
+def test_a_run_refuses_an_unknown_robot_mesh_before_any_work():
+    # A config built in Python (or edited in a run's config.yaml) is checked again when the run starts.
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.lifelong import check_components
+
+    cfg = load_config(CONFIGS / "smoke.yaml")
+    OmegaConf.update(cfg, "env.robot_mesh", "colision")
+    with pytest.raises(LiberoError, match=r"env.robot_mesh must be one of visual, simplified, collision, got 'colision'"):
+        check_components(cfg)
