@@ -171,6 +171,13 @@ class SceneTemplate:
             return f"the {region[: -len('_contain_region')]} compartment of {owner_phrase}"
         return owner_phrase
 
+    def _require_at(self, ref: str, where: str, what: str) -> Instance:
+        """`require`, its message after `where` (the spec file and task), as the behaviours' are."""
+        try:
+            return self.require(ref, what)
+        except LiberoError as e:
+            raise LiberoError(f"{where}{e}") from None
+
     def with_changes(self, place: dict | None = None, remove=None, joints: dict | None = None,
                      where: str = "") -> "SceneTemplate":
         """A copy with some instances placed elsewhere, some removed, and joint presets changed.
@@ -183,13 +190,13 @@ class SceneTemplate:
         """
         out = copy.deepcopy(self)
         for name in remove or []:
-            self.require(name, f"{where}remove:")
+            self._require_at(name, where, "remove:")
             del out.instances[name]
             # The scene's presets of the removed instance's drawers, door or knob go with it.
             for key in [k for k in out.joints if k == name or (self.split_region(k) or ("",))[0] == name]:
                 del out.joints[key]
         for name, entry in (place or {}).items():
-            inst = self.require(name, f"{where}place:")
+            inst = self._require_at(name, where, "place:")
             if not isinstance(entry, dict):
                 raise LiberoError(f"{where}place: {name}: expected a mapping such as {{at: [x, y]}}")
             if "category" in entry:
@@ -291,7 +298,10 @@ def _parse_instance(name: str, entry, kind: str, where: str) -> Instance:
     placement = Placement(yaw=_yaw(entry.get("yaw"), f"{at}: yaw"))
     if "at" in entry:
         x, y = _numbers(entry["at"], 2, f"{at}: at")
-        s = float(entry.get("spread", DEFAULT_SPREAD[kind]))
+        s = entry.get("spread", DEFAULT_SPREAD[kind])
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s < math.inf:
+            raise LiberoError(f"{at}: spread: expected a number of metres, 0 or more, got {s!r}")
+        s = float(s)
         # Rounded so that task files hold short numbers (and stay byte-stable).
         placement.ranges = [tuple(round(v, 4) for v in (x - s, y - s, x + s, y + s))]
     elif "range" in entry:
@@ -303,6 +313,16 @@ def _parse_instance(name: str, entry, kind: str, where: str) -> Instance:
         placement.on = str(entry["on"])
     else:
         placement.inside = str(entry["in"])
+    from libero_ll.bddl.validate import MAX_RANGE
+
+    if placement.ranges and any(abs(v) > MAX_RANGE for v in placement.ranges[0]):
+        # As a task file's reader refuses such a region: said here, before a file is written.
+        key = "at" if "at" in entry else "range"
+        spread = f" (spread {entry['spread']})" if "spread" in entry else ""
+        raise LiberoError(
+            f"{at}: {key}: {entry[key]}{spread} reaches past {MAX_RANGE:g} m from the workspace's centre; a place "
+            "lies within that (the robot reaches about 0.85 m from its base)"
+        )
     if "spread" in entry and "at" not in entry:
         raise LiberoError(f"{at}: 'spread' goes with 'at'")
     if kind == "fixture" and not placement.ranges:

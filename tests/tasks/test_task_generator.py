@@ -146,6 +146,24 @@ _STOVE = [{"turn_on": "flat_stove_1"}]
         ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "joints": {"flat_stove_1": "on"}}]},
          "tasks[0]: joints: flat_stove_1 is set to on, but the goal needs it off at the start; leave it out of "
          "joints, or set it off"),
+        # Before: a ValueError or TypeError traceback; a negative spread wrote a region whose minimum is above its
+        # maximum, and a place out of reach a region, both of which the task file's reader refuses (with --no-check
+        # the file stayed).
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "place": {"moka_pot_1": {"at": [0.1, 0], "spread": "x"}}}]},
+         "tasks[0]: place: moka_pot_1: spread: expected a number of metres, 0 or more, got 'x'"),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "place": {"moka_pot_1": {"at": [0.1, 0], "spread": [1]}}}]},
+         "tasks[0]: place: moka_pot_1: spread: expected a number of metres, 0 or more, got [1]"),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "place": {"moka_pot_1": {"at": [0.1, 0], "spread": -0.5}}}]},
+         "tasks[0]: place: moka_pot_1: spread: expected a number of metres, 0 or more, got -0.5"),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "place": {"moka_pot_1": {"at": [100, 0]}}}]},
+         "tasks[0]: place: moka_pot_1: at: [100, 0] reaches past 5 m from the workspace's centre"),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "place": {"moka_pot_1": {"range": [0, 0, 7, 0.1]}}}]},
+         "tasks[0]: place: moka_pot_1: range: [0, 0, 7, 0.1] reaches past 5 m from the workspace's centre"),
+        # Before: "scene KITCHEN_SCENE3: tasks[0]: place: ...", the task after the scene.
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "place": {"teapot_1": {"at": [0, 0]}}}]},
+         "tasks[0]: scene KITCHEN_SCENE3: place: 'teapot_1' is not an instance of the scene"),
+        ({"scene": "KITCHEN_SCENE3", "tasks": [{"goal": _STOVE, "remove": ["teapot_1"]}]},
+         "tasks[0]: scene KITCHEN_SCENE3: remove: 'teapot_1' is not an instance of the scene"),
     ],
 )
 def test_bad_specs_name_what_is_wrong(data, needle):
