@@ -766,6 +766,16 @@ def _reframe(path: Path, name: str, obs_grp, robot_states: np.ndarray, src: str,
     return aa, robot_states
 
 
+def _check_steps(path: Path, name: str, key: str, arr: np.ndarray, steps: int) -> None:
+    """A LiberoError unless a demo's dataset `key` holds one row per step, as many as its actions."""
+    if arr.ndim == 0 or len(arr) != steps:
+        rows = "a single value" if arr.ndim == 0 else f"{len(arr)} rows"
+        raise LiberoError(
+            f"demo file {path}: data/{name}/{key} holds {rows} for {steps} actions; each dataset of a demo holds "
+            "one row per step"
+        )
+
+
 def iter_demos(
     path: str | os.PathLike,
     obs_keys: Sequence[str] | None = None,
@@ -791,12 +801,19 @@ def iter_demos(
             names = names[: max(int(max_demos), 0)]
         for name in names:
             grp = data[name]
+            if not isinstance(grp, h5py.Group):
+                raise LiberoError(f"demo file {path}: data/{name} is not a group of datasets")
             if "actions" not in grp:
                 raise LiberoError(f"demo file {path}: data/{name} has no 'actions' dataset")
             actions = grp["actions"][()]
+            if actions.ndim != 2:
+                raise LiberoError(f"demo file {path}: data/{name}/actions has shape {actions.shape}; actions are "
+                                  "(steps, action size)")
             T = len(actions)
             states = grp["states"][()] if "states" in grp else np.zeros((T, 0))
             robot_states = grp["robot_states"][()] if "robot_states" in grp else np.zeros((T, 0))
+            for key, arr in (("states", states), ("robot_states", robot_states)):
+                _check_steps(path, name, key, arr, T)
             obs_grp = grp["obs"] if "obs" in grp else None
             keys = list(obs_keys) if obs_keys is not None else (list(obs_grp.keys()) if obs_grp else [])
             turned = None
@@ -817,6 +834,7 @@ def iter_demos(
                     arr[:, 3:6] = turned
                 if derive is not None:
                     arr = derive(arr)
+                _check_steps(path, name, f"obs/{source}", arr, T)
                 if flip and arr.dtype == np.uint8 and arr.ndim == 4:
                     arr = np.ascontiguousarray(arr[:, ::-1])
                 obs[key] = arr

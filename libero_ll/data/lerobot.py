@@ -481,6 +481,7 @@ def export_lerobot(
                 if T == 0:
                     name = demo_names(path)[k]
                     raise LiberoError(f"demo file {path}: data/{name} has no steps; an episode needs one or more")
+                _check_export_shapes(path, demo_names(path)[k], demo, obs_keys)
                 frames = {CAMERAS[k]: flip_images(demo.obs[k], flip) for k in IMAGE_KEYS}
                 shapes = {f.shape[1:] for f in frames.values()}
                 if len(shapes) != 1 or (size is not None and shapes != {size}):
@@ -602,6 +603,30 @@ def _joint_states_in(files: list[Path]) -> bool:
                         "export files whose demos all hold joint states, or none does"
                     )
     return lack is None
+
+
+def _check_export_shapes(path: Path, name: str, demo, obs_keys: list[str]) -> None:
+    """A LiberoError naming the dataset of a demo whose actions, robot readings or pictures are not as wide as a
+    LeRobot dataset's features hold them (a file written or imported elsewhere): the frame table failed to build
+    with pyarrow's traceback."""
+    from libero_ll.data.hdf5 import LOWDIM_SIZES
+
+    widths = {"actions": demo.actions, **{k: demo.obs[k] for k in obs_keys if k not in IMAGE_KEYS}}
+    for key, arr in widths.items():
+        want = 7 if key == "actions" else LOWDIM_SIZES[key]
+        if arr.ndim != 2 or arr.shape[1] != want:
+            where = key if key == "actions" else f"obs/{key}"
+            raise LiberoError(
+                f"demo file {path}: data/{name}/{where} has shape {tuple(arr.shape)}, where a dataset holds "
+                f"({len(arr)}, {want}): fix or remake the file"
+            )
+    for key in IMAGE_KEYS:
+        arr = demo.obs[key]
+        if arr.ndim != 4 or arr.shape[3] != 3:
+            raise LiberoError(
+                f"demo file {path}: data/{name}/obs/{key} has shape {tuple(arr.shape)}; pictures are "
+                "(steps, height, width, 3): fix or remake the file"
+            )
 
 
 def _columns(

@@ -532,3 +532,35 @@ def test_libero_files_say_their_image_order_and_are_flipped_only_when_it_is_open
     assert info.image_convention is None and info.image_rows == ("opengl" if flipped else "upright")
     want = frames[:, ::-1] if flipped else frames
     np.testing.assert_array_equal(read_demos(path)[0].obs["agentview_rgb"], want)
+
+
+def _replace(f, key, value):
+    del f[key]
+    f[key] = value
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        # Before: exported with pyarrow's "Column 2 named action expected length 5 but got length 3" traceback, and
+        # read for training with its windows running past the shorter datasets.
+        (lambda f: _replace(f, "data/demo_1/actions", f["data/demo_1/actions"][:3]),
+         "data/demo_1/states holds 5 rows for 3 actions; each dataset of a demo holds one row per step"),
+        (lambda f: _replace(f, "data/demo_1/obs/agentview_rgb", f["data/demo_1/obs/agentview_rgb"][:4]),
+         "data/demo_1/obs/agentview_rgb holds 4 rows for 5 actions"),
+        (lambda f: _replace(f, "data/demo_1/robot_states", np.zeros(())),
+         "data/demo_1/robot_states holds a single value for 5 actions"),
+        (lambda f: _replace(f, "data/demo_1/actions", np.zeros(5)),
+         "data/demo_1/actions has shape (5,); actions are (steps, action size)"),
+        # Before: "data/demo_1 has no 'actions' dataset", of a demo that is a dataset itself.
+        (lambda f: _replace(f, "data/demo_1", np.zeros(3)), "data/demo_1 is not a group of datasets"),
+    ],
+)
+def test_a_demo_whose_datasets_disagree_in_steps_is_named(tmp_path, change, says):
+    path = tmp_path / "task.hdf5"
+    write(path, [make_demo(4, 0, size=2), make_demo(5, 1, size=2)])
+    with h5py.File(path, "a") as f:
+        change(f)
+    with pytest.raises(LiberoError) as e:
+        read_demos(path)
+    assert str(e.value).startswith(f"demo file {path}: {says}"), str(e.value)

@@ -397,3 +397,31 @@ print("drawn", float(np.asarray(obs["agentview_rgb"]).std()))
     assert out.returncode == 0, out.stderr
     assert float(out.stdout.split("drawn")[1]) > 1.0  # a picture, not a blank
     assert "robosuite WARNING" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "key, value, says",
+    [
+        ("actions", np.zeros((5, 3), np.float32), "data/demo_1/actions has shape (5, 3), where a dataset holds (5, 7)"),
+        ("obs/gripper_states", np.zeros((5, 1), np.float32),
+         "data/demo_1/obs/gripper_states has shape (5, 1), where a dataset holds (5, 2)"),
+        ("obs/agentview_rgb", np.zeros((5, 8, 8), np.uint8),
+         "data/demo_1/obs/agentview_rgb has shape (5, 8, 8); pictures are (steps, height, width, 3)"),
+    ],
+)
+def test_a_demo_of_the_wrong_widths_is_named_not_a_traceback(tmp_path, capsys, key, value, says):
+    # Before: pyarrow's "Table schema does not match schema used to create file" traceback (actions, robot
+    # readings), or "images of [(8, 8), (8, 8, 3)] pixels, the dataset's are None" (pictures).
+    import h5py
+
+    folder = tmp_path / "demos"
+    folder.mkdir()
+    write_demos(folder / "bowl.hdf5", TASKS["bowl"], [6, 5], seed=1)
+    with h5py.File(folder / "bowl.hdf5", "r+") as f:
+        del f[f"data/demo_1/{key}"]
+        f[f"data/demo_1/{key}"] = value
+    assert main(["export", str(folder), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: demo file {folder / 'bowl.hdf5'}: {says}"), err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["demos"]  # no temporary dataset left beside it
