@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import shutil
@@ -134,10 +135,14 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
     import yaml
 
     path = Path(path)
+    if path.is_dir():
+        raise LiberoError(f"sweep file {path}: is a folder, not a sweep file")
     if not path.is_file():
         raise LiberoError(f"sweep file {path} does not exist")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise LiberoError(f"{path}: not a text file (byte {e.start} is not UTF-8)") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -157,6 +162,8 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
     if not isinstance(raw.get("config"), str):
         fail("config", "expected the path of a config file (relative to the sweep file), e.g. ../cpu.yaml")
     config = (path.parent / raw["config"]).resolve()
+    if config.is_dir():
+        fail("config", f"{config} is a folder, not a config file")
     if not config.is_file():
         fail("config", f"{config} does not exist")
     base = _overrides(raw.get("overrides") or {}, "overrides", fail, allow_tasks=True)
@@ -230,7 +237,7 @@ def _settings(raw: dict, fail) -> tuple:
         fail("resources", f"expected a mapping with cpus and/or gpus, got {resources!r}")
     for k in ("cpus", "gpus"):
         v = resources.get(k)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf
                               or (k == "cpus" and v == 0)):
             fail(f"resources.{k}", f"expected a {'positive' if k == 'cpus' else 'non-negative'} number, got {v!r}")
     return seeds, orders, order_seed, resources

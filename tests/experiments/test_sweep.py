@@ -104,6 +104,9 @@ class SmokeTasks:
          "(name=a b and name=a:b differ only in characters a folder name cannot hold"),
         ("overrides: [train.epochs]\n", "overrides: 'train.epochs': expected key=value"),
         ("resources: {cpus: 0}\n", "resources.cpus: expected a positive number"),
+        # Before: taken (NaN is not below 0), and handed to Ray.
+        ("resources: {gpus: .nan}\n", "resources.gpus: expected a non-negative number, got nan"),
+        ("resources: {cpus: .inf}\n", "resources.cpus: expected a positive number, got inf"),
         ("grid: [1, 2\n", "not valid YAML"),
     ],
 )
@@ -121,6 +124,21 @@ def test_a_missing_config_and_file_are_named(tmp_path, capsys):
         load_sweep(path)
     assert main(["sweep", str(tmp_path / "none.yaml")]) == 2
     assert "none.yaml does not exist" in capsys.readouterr().err
+    # Before: "config: ... does not exist" of a folder that does.
+    path.write_text(f"config: {tmp_path}\n")
+    with pytest.raises(LiberoError, match=f"config: {tmp_path} is a folder, not a config file"):
+        load_sweep(path)
+    assert main(["sweep", str(tmp_path), "--list"]) == 2
+    assert capsys.readouterr().err == f"error: sweep file {tmp_path}: is a folder, not a sweep file\n"
+
+
+def test_a_sweep_file_that_is_not_text_is_named(tmp_path, capsys):
+    # Before: a UnicodeDecodeError traceback.
+    path = tmp_path / "s.yaml"
+    path.write_bytes(b"name: x\n\xff\xfe\n")
+    assert main(["sweep", str(path), "--list"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {path}: not a text file (byte 8 is not UTF-8)\n", err
 
 
 def test_a_run_whose_config_changed_is_an_error_not_overwritten(tmp_path, capsys):
