@@ -386,6 +386,11 @@ def _read_override(override: str):
             f"override {override!r}: expected key=value (e.g. train.epochs=20); "
             + ("the key is missing" if "=" in str(override) else "there is no '='")
         )
+    if not all(key.split(".")):
+        raise LiberoError(
+            f"override {override!r}: the key {key!r} has an empty part; keys are names joined by single dots, "
+            "e.g. train.epochs=20"
+        )
     try:
         return OmegaConf.from_dotlist([str(override)])
     except yaml.YAMLError as e:

@@ -138,6 +138,11 @@ def test_a_sweeps_interpolation_is_named_with_its_variant(tmp_path):
                          "set one of its keys, e.g. policy.cfg.NAME=3"),
         # Before: "override tasks: Invalid value assigned: AnyNode is not a ListConfig, TupleConfig, ...".
         ("tasks=foo", "override tasks=foo: tasks takes a list, e.g. tasks=[a,b]"),
+        # Before: "override Key '' not in 'ExperimentConfig'", which named neither the override nor its key.
+        (".train=1", "override '.train=1': the key '.train' has an empty part; keys are names joined by single "
+                     "dots, e.g. train.epochs=20"),
+        ("train..epochs=1", "override 'train..epochs=1': the key 'train..epochs' has an empty part"),
+        ("train.=1", "override 'train.=1': the key 'train.' has an empty part"),
     ],
 )
 def test_an_override_of_the_wrong_shape_says_what_the_key_takes(override, says):
