@@ -161,7 +161,7 @@ class ExperimentConfig:
         name: run name, part of the run directory's name.
         seed: drives numpy, torch and the simulator.
         suite: a folder under bddl_tasks/ or a path to a folder of .bddl files.
-        tasks: task names in learning order (None: all of the suite, a shipped suite in its registry order
+        tasks: task names in learning order, each once (None: all of the suite, a shipped suite in its registry order
             (LIBERO's), another folder's tasks sorted by name).
         language_encoder: "minilm", "task_id" (one-hot over the run's distinct instructions in learning order),
             "task_id:<model>", or a local transformers model path (`libero_ll.policies.language`).
@@ -282,7 +282,7 @@ def _check_values(cfg, sources: list) -> None:
         raise LiberoError(
             f"{_source(sources, key)}{key + ': ' if key else ''}{what}: {first_line(e)}"
         ) from None
-    from libero_ll.experiments.lifelong import CHOICES, COUNTS, choice_problem, is_count
+    from libero_ll.experiments.lifelong import CHOICES, COUNTS, choice_problem, is_count, repeated_task_problem
 
     try:
         TrainConfig(**plain["train"])
@@ -297,6 +297,9 @@ def _check_values(cfg, sources: list) -> None:
         problem = choice_problem(key, _lookup(plain, key)[1])
         if problem:
             raise LiberoError(f"{_source(sources, key)}{problem}")
+    problem = repeated_task_problem(plain.get("tasks") or [])
+    if problem:
+        raise LiberoError(f"{_source(sources, 'tasks')}{problem}")
 
 
 def _lookup(container, key: str) -> tuple[bool, Any]:

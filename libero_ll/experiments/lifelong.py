@@ -73,6 +73,10 @@ def suite_tasks(suite: str, names: list[str] | None = None) -> list[Path]:
     """Task files of a suite in learning order: the given names, else a shipped suite's registry order,
     else the folder's order file (`libero_ll.tasks.registry.folder_order`: a generated suite's spec order),
     else all files sorted by name."""
+    if names is not None:
+        problem = repeated_task_problem(names)
+        if problem:
+            raise LiberoError(f"suite {suite}: {problem}")
     folder = suite_dir(suite)
     files = {f.stem: f for f in sorted(folder.glob("*.bddl"))}
     if not files:
@@ -91,6 +95,20 @@ def suite_tasks(suite: str, names: list[str] | None = None) -> list[Path]:
     if missing:
         raise LiberoError(f"suite {suite}: unknown tasks {missing}; known: {', '.join(files)}")
     return [files[n] for n in names]
+
+
+def repeated_task_problem(names, what: str = "tasks") -> str | None:
+    """What is wrong with a list of task names that names one task twice, or None when each is named once.
+
+    A run learns each task once: its demo files, initial states, kept task files, demo digests and scores are
+    all found by the task's name, so a second stage of the same task has nothing of its own."""
+    seen = set()
+    for name in names:
+        if name in seen:
+            return (f"{what} lists {name} twice; name each task once (a task's demo file, initial states and "
+                    f"scores are found by its name)")
+        seen.add(name)
+    return None
 
 
 def seed_everything(seed: int) -> None:

@@ -339,11 +339,14 @@ def _run_config(sweep: Sweep, overrides: list, seed: int | None, tasks: list[str
 
 def _orders(cfg, orders, order_seed: int, fail) -> list[list[str]]:
     """The task orders of a variant: `orders` lists, or n orders of the config's tasks (its own first)."""
-    from libero_ll.experiments.lifelong import suite_tasks
+    from libero_ll.experiments.lifelong import repeated_task_problem, suite_tasks
     from libero_ll.tasks.registry import permuted_orders
 
     if isinstance(orders, list):
         for i, o in enumerate(orders):
+            problem = repeated_task_problem([str(t) for t in o], "the order")
+            if problem:
+                fail(f"task_orders[{i}]", problem)
             try:
                 suite_tasks(cfg.suite, [str(t) for t in o])
             except LiberoError as e:

@@ -192,6 +192,26 @@ def test_a_value_out_of_range_names_its_file_or_its_override(tmp_path, text, ove
         load_config(shipped)
 
 
+def test_a_task_named_twice_is_refused_naming_where_it_came_from(tmp_path):
+    # Before, taken: a run keys its demos, initial states and scores by task name, so the second stage of a
+    # task had nothing of its own.
+    bowl = "put_the_black_bowl_on_the_plate"
+    says = f"tasks lists {bowl} twice; name each task once"
+    override = f"tasks=[{bowl},put_the_alphabet_soup_in_the_basket,{bowl}]"
+    assert refused(CONFIGS / "smoke.yaml", [override]).startswith(f"override {override}: {says}")
+    path = config_file(tmp_path, f"defaults: [smoke]\ntasks: [{bowl}, {bowl}]\n")
+    assert refused(path).startswith(f"{path}: {says}")
+    # A config built in Python is checked when the run starts.
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.lifelong import check_components
+
+    cfg = load_config(CONFIGS / "smoke.yaml")
+    OmegaConf.update(cfg, "tasks", [bowl, bowl])
+    with pytest.raises(LiberoError, match=f"suite quickstart: {says}"):
+        check_components(cfg)
+
+
 def test_a_run_refuses_an_unknown_robot_mesh_before_any_work():
     # A config built in Python (or edited in a run's config.yaml) is checked again when the run starts.
     from omegaconf import OmegaConf

@@ -98,6 +98,11 @@ class SmokeTasks:
         ("task_orders: 0\n", "task_orders: expected a number of orders"),
         ("task_orders: 3\n", "task_orders: 2 tasks have 2 orders, not 3"),
         ("task_orders: [[put_the_black_bowl_on_the_plate, nope]]\n", "task_orders[0]"),
+        # Before, taken: the run keys its demos, states and scores by task name.
+        ("task_orders: [[put_the_black_bowl_on_the_plate, put_the_black_bowl_on_the_plate]]\n",
+         "task_orders[0]: the order lists put_the_black_bowl_on_the_plate twice"),
+        ("overrides: {tasks: [put_the_black_bowl_on_the_plate, put_the_black_bowl_on_the_plate]}\n",
+         "tasks lists put_the_black_bowl_on_the_plate twice"),
         ("runs: [{train.epochs: 1}, {train.epochs: 1}]\n", "two runs would share the run directory"),
         # Before: "(the same overrides, seed and order twice)", which they were not.
         ("grid: {name: ['a b', 'a:b']}\n",
