@@ -1567,8 +1567,9 @@ def is_count(key: str, value, least: int) -> bool:
 
 
 def check_components(cfg, check_init: bool = True, check_suite: bool = True, check_name: bool = True) -> None:
-    """Fail before any work is done when the policy, its keys, the learner or its options are unknown, when a
-    setting is out of its range (a batch of 0, a negative seed), when `device` is not one a run can use, when
+    """Fail before any work is done when the policy, its keys (an image key that is not a camera of the demo
+    files among them), the learner or its options are unknown, when a setting is out of its range (a batch of
+    0, a negative seed), when `device` is not one a run can use, when
     the suite or its tasks (checked unless `check_suite` is False: a run continued from its own task files) are
     unknown, when `init_from` (checked unless `check_init` is False) names nothing, or when `name` (checked
     unless `check_name` is False: a run continued, whose folder exists) would put the run's folder outside
@@ -1593,7 +1594,7 @@ def check_components(cfg, check_init: bool = True, check_suite: bool = True, che
     check_device_name(cfg.device)
     policy_cls = POLICIES.get(str(cfg.policy.name))
     try:
-        coerce_config(policy_cls.config_class, policy_config(cfg))
+        _check_image_keys(coerce_config(policy_cls.config_class, policy_config(cfg)))
     except LiberoError as e:
         said = str(e).removeprefix(f"{cfg.policy.name}: ")  # a policy's own checks name it already
         raise LiberoError(
@@ -1602,7 +1603,7 @@ def check_components(cfg, check_init: bool = True, check_suite: bool = True, che
         ) from None
     for name, keys in OmegaConf.to_container(cfg.policy.by_name, resolve=True).items():
         try:
-            coerce_config(POLICIES.get(str(name)).config_class, keys or {})
+            _check_image_keys(coerce_config(POLICIES.get(str(name)).config_class, keys or {}))
         except LiberoError as e:
             raise LiberoError(f"policy.by_name.{name}: {e}") from None
 
@@ -1640,6 +1641,17 @@ def check_components(cfg, check_init: bool = True, check_suite: bool = True, che
         check_encoder(str(cfg.language_encoder))
     except LiberoError as e:
         raise LiberoError(f"language_encoder: {e}") from None
+
+
+def _check_image_keys(policy_cfg) -> None:
+    """Check that a policy's `image_keys` are cameras that a demo file holds and a run's scenes render
+    (`libero_ll.data.hdf5.IMAGE_KEYS`): another name would be found missing only once demos are collected."""
+    from libero_ll.data.hdf5 import IMAGE_KEYS
+
+    for key in getattr(policy_cfg, "image_keys", None) or []:
+        if key not in IMAGE_KEYS:
+            raise LiberoError(f"image_keys names {key!r}, which is not a camera of the demo files and scenes "
+                              f"(they have {', '.join(IMAGE_KEYS)})")
 
 
 def resolve_workers(workers: int, jobs: int) -> int:

@@ -20,7 +20,8 @@ class PolicyConfig:
     # Name used in error messages (the registry name of the architecture); not a config key.
     policy_name: ClassVar[str] = "policy"
 
-    # Observation keys fed to the policy: one image encoder per camera, one input per low-dim key.
+    # Observation keys fed to the policy: one image encoder per camera, one input per low-dim key. A run takes
+    # the cameras of the demo files (libero_ll.data.hdf5.IMAGE_KEYS) and the keys of LOWDIM_SIZES there.
     image_keys: list[str] = field(default_factory=lambda: ["agentview_rgb", "eye_in_hand_rgb"])
     lowdim_keys: list[str] = field(default_factory=lambda: ["joint_states", "gripper_states"])
     # Which numbers of a low-dim key the policy reads, by position (from 0): {key: [i, ...]}. A key not

@@ -43,6 +43,19 @@ def test_policy_cfg_overrides_by_name_and_bad_entries_are_named():
         check_components(cfg)
 
 
+def test_an_image_key_no_demo_file_holds_is_refused_before_demos_are_collected():
+    # Before: taken until the demos were collected (minutes), then "data/demo_0/obs has no 'nosuch' dataset".
+    # check_components is what a run (and a sweep, for each of its runs) checks before any work.
+    cfg = load_config(CONFIGS / "smoke.yaml", ["policy.cfg.image_keys=[agentview_rgb,nosuch]"])
+    with pytest.raises(LiberoError, match=r"policy resnet_t: image_keys names 'nosuch', which is not a camera of "
+                                          r"the demo files and scenes \(they have agentview_rgb, eye_in_hand_rgb\)"):
+        check_components(cfg)
+    cfg = load_config(CONFIGS / "smoke.yaml", ["policy.by_name.vit_t.image_keys=[wrist]"])
+    with pytest.raises(LiberoError, match="policy.by_name.vit_t: image_keys names 'wrist'"):
+        check_components(cfg)
+    check_components(load_config(CONFIGS / "smoke.yaml", ["policy.cfg.image_keys=[eye_in_hand_rgb]"]))
+
+
 def test_an_override_whose_value_is_not_yaml_is_named():
     cfg = load_config(CONFIGS / "cpu.yaml", ["policy.cfg.lowdim_components={ee_states: [2, 3]}", "seed=7"])
     assert policy_config(cfg)["lowdim_components"] == {"ee_states": [2, 3]} and cfg.seed == 7
