@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from libero_ll.cli.args import SEED, output_folder
+from libero_ll.cli.args import SEED, at_least, output_folder
 from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
@@ -142,19 +142,19 @@ def register(sub) -> None:
     s.add_argument("--suite")
     s.add_argument("--task", help="a single .bddl file")
     s.add_argument("--tasks", nargs="*", help="task names within the suite")
-    s.add_argument("--demos", type=int, default=50)
+    s.add_argument("--demos", type=at_least(1), default=50)
     s.add_argument("--out", help="output folder (default datasets/<suite>; for a suite's folder, its name)")
     s.add_argument("--seed", type=SEED, default=0, help="base seed of the demos' episodes (default 0)")
-    s.add_argument("--image-size", type=int, default=128)
+    s.add_argument("--image-size", type=at_least(1), default=128)
     s.add_argument("--robot-mesh", default="visual", choices=ROBOT_MESHES)
     s.add_argument(
-        "--max-steps", type=int,
+        "--max-steps", type=at_least(1),
         help="the expert's episode cap, policy steps (default: EXPERT_MAX_STEPS of libero_ll/data/collect.py, "
         "600, the evaluation cap)",
     )
-    s.add_argument("--workers", type=int, default=1, help="processes collecting at once (default 1)")
+    s.add_argument("--workers", type=at_least(1), default=1, help="processes collecting at once (default 1)")
     s.add_argument(
-        "--max-attempts", type=int,
+        "--max-attempts", type=at_least(1),
         help="episodes (new seeds) tried per demo before it is left out (default: MAX_ATTEMPTS of "
         "libero_ll/data/collect.py, 5)",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from libero_ll.cli.args import SEED
+from libero_ll.cli.args import SEED, at_least
 
 
 def cmd_evaluate(args) -> int:
@@ -119,9 +119,9 @@ def register(sub) -> None:
         help="task numbers from 1 or names (default: all for the final policy, the stage's own for a stage's, "
         "the tasks begun for 'latest')",
     )
-    s.add_argument("--rollouts", type=int, help="rollouts per task (default: the run's eval.rollouts)")
+    s.add_argument("--rollouts", type=at_least(1), help="rollouts per task (default: the run's eval.rollouts)")
     s.add_argument(
-        "--new-states", type=int, metavar="N",
+        "--new-states", type=at_least(1), metavar="N",
         help="start from N initial states sampled anew (seeded by --init-seed and each task's name, and checked "
         "like `libero-ll init-states`) instead of the run's own (those also picked the kept epoch); --rollouts "
         "defaults to N",
@@ -129,8 +129,8 @@ def register(sub) -> None:
     s.add_argument(
         "--init-seed", type=SEED, help="seed of the new states (default: the run's eval.init_seed + 1000)"
     )
-    s.add_argument("--max-steps", type=int, help="episode cap in policy steps (default: the run's eval.max_steps)")
-    s.add_argument("--workers", type=int, help="evaluation processes, 0 for one per core (default: the run's)")
+    s.add_argument("--max-steps", type=at_least(1), help="episode cap in policy steps (default: the run's eval.max_steps)")
+    s.add_argument("--workers", type=at_least(0), help="evaluation processes, 0 for one per core (default: the run's)")
     s.add_argument(
         "--video", metavar="DIR",
         help="write each rollout's cameras as DIR/<task>/rolloutNNN_<outcome>.mp4 (DIR/<run>/<task>/... for several runs)",

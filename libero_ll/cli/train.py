@@ -10,6 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
+from libero_ll.cli.args import at_least
 from libero_ll.errors import LiberoError
 from libero_ll.signals import Terminated
 
@@ -113,6 +114,6 @@ def register(sub) -> None:
     s.add_argument("config", nargs="?", help="YAML config, e.g. configs/smoke.yaml")
     s.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train.epochs=3")
     s.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run from its last completed epoch")
-    s.add_argument("--stages", type=int, metavar="N",
+    s.add_argument("--stages", type=at_least(1), metavar="N",
                    help="end this call after N stages (the state between stages saved); --resume goes on")
     s.set_defaults(func=cmd_train)

@@ -55,6 +55,20 @@ def refused(argv: list[str], capsys) -> str:
         (["export", "d", "--out", "o", "--crf", "-1"], "--crf"),
         (["teleop", str(BOWL), "--out", "t.hdf5", "--image-size", "0"], "--image-size"),
         (["evaluate", "run", "--init-seed", "-1"], "--init-seed"),
+        # Before: refused only once the run was read, as "rollouts must be 1 or more".
+        (["evaluate", "run", "--rollouts", "0"], "--rollouts"),
+        (["evaluate", "run", "--new-states", "-2"], "--new-states"),
+        (["evaluate", "run", "--max-steps", "0"], "--max-steps"),
+        (["evaluate", "run", "--workers", "-1"], "--workers"),
+        (["evaluate", "run", "--rollouts", "2.5"], "--rollouts"),
+        # Before: "the number of demos must be at least 1" (no option named), or for --image-size 0 that the
+        # image size must be at least 1 pixel.
+        (["collect", "--task", str(BOWL), "--demos", "0"], "--demos"),
+        (["collect", "--task", str(BOWL), "--image-size", "0"], "--image-size"),
+        (["collect", "--task", str(BOWL), "--max-steps", "-1"], "--max-steps"),
+        (["collect", "--task", str(BOWL), "--workers", "0"], "--workers"),
+        (["collect", "--task", str(BOWL), "--max-attempts", "0"], "--max-attempts"),
+        (["train", "c.yaml", "--stages", "0"], "--stages"),
         (["metrics", "run", "--all", "--epsilon", "-1"], "--epsilon"),
         (["report", "run", "-o", "r", "--confidence", "1.5"], "--confidence"),
         (["report", "run", "-o", "r", "--alpha", "0"], "--alpha"),
