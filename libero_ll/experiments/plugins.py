@@ -167,28 +167,38 @@ def _run_import(name: str, entry: str, where: str, path: Path | None):
                 f"{where}: no module {entry!r} (looked for from {os.getcwd()} and on the Python path); "
                 f"name a .py file, or a module that `python -c 'import {entry}'` finds"
             ) from None
-        raise LiberoError(f"{where}: {entry}: {_describe(e, path)}") from e
+        raise LiberoError(f"{where}: {_describe(e, entry, path)}") from e
     except SyntaxError as e:
         sys.modules.pop(name, None)
-        spot = f"{e.filename}:{e.lineno}" + (f":{e.offset}" if e.offset else "")
-        raise LiberoError(f"{where}: {entry}: {spot}: {e.msg}") from e
+        spot = _spot(entry, path, e.filename, e.lineno) + (f":{e.offset}" if e.offset else "")
+        raise LiberoError(f"{where}: {spot}: {e.msg}") from e
     except LiberoError as e:  # a registry's: a name already taken
         sys.modules.pop(name, None)
         raise LiberoError(f"{where}: {entry}: {e}") from e
     except Exception as e:  # noqa: BLE001 - a plugin's own error, named with the line it came from
         sys.modules.pop(name, None)
-        raise LiberoError(f"{where}: {entry}: {_describe(e, path)}") from e
+        raise LiberoError(f"{where}: {_describe(e, entry, path)}") from e
 
 
-def _describe(e: Exception, path: Path | None) -> str:
+def _spot(entry: str, path: Path | None, filename, lineno) -> str:
+    """Where in the code of plugin `entry` (imported from file `path`, None for a module) an error is:
+    `entry:LINE` when it is in the plugin's file (the path said once, as given where it names that file from
+    here), else `entry: FILE:LINE`."""
+    if path is not None and _same_file(filename, path):
+        shown = entry if _same_file(Path(entry).expanduser(), path) else str(path)
+        return f"{shown}:{lineno}"
+    return f"{entry}: {filename}:{lineno}"
+
+
+def _describe(e: Exception, entry: str, path: Path | None) -> str:
     """`e` in one line, after the deepest line of the plugin's own code (or of any code) it passed through."""
     frames = traceback.extract_tb(e.__traceback__)
     own = [f for f in frames if path is not None and _same_file(f.filename, path)]
     mine = [f for f in frames if "importlib" not in f.filename and "<frozen" not in f.filename]
     frame = (own or mine or [None])[-1]
-    spot = f"{frame.filename}:{frame.lineno}: " if frame is not None else ""
+    spot = _spot(entry, path, frame.filename, frame.lineno) if frame is not None else entry
     text = traceback.format_exception_only(type(e), e)[-1].strip()
-    return f"{spot}{text} (--debug shows the traceback)"
+    return f"{spot}: {text} (--debug shows the traceback)"
 
 
 def _same_file(a, b) -> bool:

@@ -180,11 +180,12 @@ def _write(folder: Path, name: str, text: str) -> Path:
 
 
 @pytest.mark.parametrize("name, text, message", [
-    ("syntax.py", "x = 1\ndef f(:\n", "plugins: syntax.py: {dir}/syntax.py:2:7: invalid syntax"),
+    # Before, the file was named twice: "plugins: syntax.py: /tmp/.../syntax.py:2:7: invalid syntax".
+    ("syntax.py", "x = 1\ndef f(:\n", "plugins: syntax.py:2:7: invalid syntax"),
     ("raises.py", "import os\n\nraise RuntimeError('boom')\n",
-     "plugins: raises.py: {dir}/raises.py:3: RuntimeError: boom (--debug shows the traceback)"),
+     "plugins: raises.py:3: RuntimeError: boom (--debug shows the traceback)"),
     ("needs.py", "import not_installed_anywhere\n",
-     "plugins: needs.py: {dir}/needs.py:1: ModuleNotFoundError: No module named 'not_installed_anywhere'"),
+     "plugins: needs.py:1: ModuleNotFoundError: No module named 'not_installed_anywhere'"),
     ("taken.py", "from libero_ll.learners import Learner, register_learner\n\n@register_learner('er')\n"
                  "class Mine(Learner):\n    pass\n",
      "plugins: taken.py: learner 'er' is registered twice (the name is taken); choose another name"),
@@ -216,6 +217,26 @@ def test_a_plugin_that_cannot_be_used_is_named_with_where_it_went_wrong(tmp_path
     assert str(e.value).startswith("mine.yaml: ") or str(e.value).startswith(f"{config}: ")
     assert message.format(dir=tmp_path) in str(e.value)
     assert Path(name).stem not in sys.modules or name == "json.py"  # nothing half-imported is left behind
+
+
+def test_a_plugin_error_names_the_file_once(tmp_path, monkeypatch):
+    # Before: "plugins: /x/bad.py: /x/bad.py:2:7: invalid syntax".
+    bad = _write(tmp_path / "code", "bad_once.py", "x = 1\ndef f(:\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LiberoError) as e:
+        load_config(None, [f"plugins=[{bad}]"])
+    assert str(e.value) == f"override plugins=[{bad}]: plugins: {bad}:2:7: invalid syntax"
+    # The deepest line of the plugin's own code, its path relative as given.
+    _write(tmp_path / "code", "helper_once.py", "raise ValueError('deep')\n")
+    _write(tmp_path / "code", "user_once.py", "import helper_once\n")
+    with pytest.raises(LiberoError) as e:
+        load_config(None, ["plugins=[code/user_once.py]"])
+    assert str(e.value).endswith("plugins: code/user_once.py:1: ValueError: deep (--debug shows the traceback)")
+    # A module is named as given, then the file its error came from.
+    module = _write(tmp_path, "module_once.py", "raise ValueError('mod')\n")
+    with pytest.raises(LiberoError) as e:
+        load_config(None, ["plugins=[module_once]"])
+    assert str(e.value).endswith(f"plugins: module_once: {module}:1: ValueError: mod (--debug shows the traceback)")
 
 
 def test_missing_plugins_and_unknown_names_say_what_to_do(tmp_path, monkeypatch):
