@@ -48,6 +48,13 @@ def cmd_list(args) -> int:
     column = max((len(h) for h in heads), default=0)
     for head, (_, _, text) in zip(heads, entry.keys):
         _key(head, text, column)
+    if entry.unreadable:
+        import sys
+
+        n = len(entry.unreadable)
+        print(f"error: {n} task file{'s' if n != 1 else ''} of {entry.source} cannot be read: "
+              f"{', '.join(entry.unreadable)}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -25,12 +25,15 @@ class Entry:
         summary: one line on what it is.
         keys: (key, default, description) of its options or config keys, in the order the code gives them.
         source: where it is defined (module, or a file for a suite).
+        unreadable: for a suite, the names of its task files that cannot be read (listed among its keys, with
+            why); a command that lists them fails.
     """
 
     name: str
     summary: str
     keys: list[tuple[str, object, str]] = field(default_factory=list)
     source: str = ""
+    unreadable: list[str] = field(default_factory=list)
 
 
 def learners() -> list[Entry]:
@@ -90,15 +93,16 @@ def suite(name: str) -> Entry:
     from libero_ll.bddl.parser import parse_file
     from libero_ll.experiments.lifelong import suite_dir, suite_tasks
 
-    keys = []
+    keys, unreadable = [], []
     for path in suite_tasks(name):
         try:
             language = parse_file(str(path)).language
         except LiberoError as e:
             language = f"(cannot be read: {e})"
+            unreadable.append(path.stem)
         keys.append((path.stem, None, language))
     return Entry(name, f"{len(keys)} task{'s' if len(keys) != 1 else ''} in learning order", keys,
-                 str(suite_dir(name)))
+                 str(suite_dir(name)), unreadable)
 
 
 def _first_line(cls) -> str:

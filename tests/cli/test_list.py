@@ -63,6 +63,18 @@ def test_a_suites_tasks_in_learning_order_and_an_unknown_one(capsys):
     assert "error: unknown suite 'no_such_suite'" in capsys.readouterr().err
 
 
+def test_a_folder_with_a_task_file_that_cannot_be_read_lists_the_others_and_fails(capsys, tmp_path):
+    # Before: the file was listed as "cannot be read" and the command exited 0.
+    good = REPO / "bddl_tasks" / "quickstart" / "put_the_black_bowl_on_the_plate.bddl"
+    (tmp_path / good.name).write_text(good.read_text())
+    (tmp_path / "broken.bddl").write_text("(define (problem\n")
+    assert main(["list", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert "put_the_black_bowl_on_the_plate  Put the black bowl on the plate" in captured.out
+    assert "broken" in captured.out and "(cannot be read: " in captured.out
+    assert captured.err == f"error: 1 task file of {tmp_path} cannot be read: broken\n"
+
+
 def test_output_cut_short_by_its_reader_ends_quietly():
     proc = subprocess.Popen([sys.executable, "-m", "libero_ll.cli", "list", "policies"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=REPO)
