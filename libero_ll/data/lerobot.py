@@ -591,7 +591,10 @@ def _joint_states_in(files: list[Path]) -> bool:
         with h5py.File(path, "r") as f:
             for name in names:
                 group = f["data"][name]
-                found = "obs" in group and "joint_states" in group["obs"]
+                if not isinstance(group, h5py.Group):  # as reading it would say, before the joint states are asked
+                    raise LiberoError(f"demo file {path}: data/{name} is not a group of datasets")
+                obs = group.get("obs")
+                found = isinstance(obs, h5py.Group) and "joint_states" in obs
                 if found and have is None:
                     have = (path, name)
                 elif not found and lack is None:

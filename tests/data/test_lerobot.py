@@ -321,6 +321,22 @@ def test_files_with_and_without_joint_states_are_refused_naming_the_file(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bowl.hdf5", "soup.hdf5"]
 
 
+def test_a_demo_that_is_not_a_group_is_named_as_such(tmp_path, capsys):
+    # Before: "data/demo_1 has no joint states (obs/joint_states), but data/demo_0 ... has".
+    import h5py
+
+    folder = tmp_path / "demos"
+    folder.mkdir()
+    write_demos(folder / "bowl.hdf5", TASKS["bowl"], [6, 5], seed=1)
+    with h5py.File(folder / "bowl.hdf5", "r+") as f:
+        del f["data/demo_1"]
+        f["data/demo_1"] = np.zeros(3)
+    assert main(["export", str(folder), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: demo file {folder / 'bowl.hdf5'}: data/demo_1 is not a group of datasets\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["demos"]
+
+
 def test_a_demo_without_steps_is_named_not_a_traceback(tmp_path, capsys):
     # It ended in an IndexError from the image statistics of an empty demo.
     import h5py
