@@ -397,7 +397,8 @@ def export_lerobot(
     Raises:
         LiberoError: no demo files, ``out`` exists (and is not empty) without overwrite or is not a
         dataset, a file lacks a camera or the robot's observations, some demos hold joint states and
-        others not, or the files' images differ in size.
+        others not, actions or robot readings hold NaN or infinity, or the files' images differ in size.
+        Nothing is left behind (folders made for ``out`` included).
 
     Joint states (``obs/joint_states``) are exported as ``observation.joint_states`` when every demo holds
     them, and the feature is left out when none does (files imported from a dataset without it).
@@ -436,10 +437,13 @@ def export_lerobot(
             f"{out} exists and is not a LeRobot dataset (no {INFO_PATH}); --overwrite replaces only a dataset: "
             "choose another folder"
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
     tasks = [task_of(f) for f in files]
     joints = _joint_states_in(files)
+    _check_finite(files, ["actions", "obs/ee_states", "obs/gripper_states", *(["obs/joint_states"] if joints else [])])
     fps = fps or _common_fps(files)
+    # The folders above `out` that this call makes, removed again (deepest first) when it fails.
+    made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     # SVT-AV1 prints its settings on stderr for every file unless told otherwise.
     svt_log = os.environ.get("SVT_LOG")
@@ -561,6 +565,11 @@ def export_lerobot(
             except Exception:  # the file is discarded anyway
                 pass
         shutil.rmtree(tmp, ignore_errors=True)
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:  # something else was put there meanwhile: kept
+                break
         raise
     finally:
         if svt_log is None:
@@ -606,6 +615,30 @@ def _joint_states_in(files: list[Path]) -> bool:
                         "export files whose demos all hold joint states, or none does"
                     )
     return lack is None
+
+
+def _check_finite(files: list[Path], keys: list[str]) -> None:
+    """A LiberoError naming the file, demo and dataset of the first of `keys` (paths in a demo group) that holds
+    NaN or infinity, before anything is written: training and `verify` refuse such demos, and a dataset made
+    of them would pass them on without a word. Datasets a demo lacks are left to the reading that follows."""
+    import h5py
+
+    for path in files:
+        with h5py.File(path, "r") as f:
+            data = f["data"]
+            for name in demo_names(path):
+                group = data[name]
+                for key in keys:
+                    arr = group.get(key) if isinstance(group, h5py.Group) else None
+                    if not isinstance(arr, h5py.Dataset) or not np.issubdtype(arr.dtype, np.floating):
+                        continue
+                    bad = ~np.isfinite(arr[()])
+                    if bad.any():
+                        step = int(np.argwhere(bad)[0][0]) if bad.ndim else 0
+                        raise LiberoError(
+                            f"demo file {path}: data/{name}/{key} holds NaN or infinity (step {step}); a dataset "
+                            "takes finite numbers only: fix or remake the file"
+                        )
 
 
 def _check_export_shapes(path: Path, name: str, demo, obs_keys: list[str]) -> None:

@@ -441,3 +441,37 @@ def test_a_demo_of_the_wrong_widths_is_named_not_a_traceback(tmp_path, capsys, k
     assert err.startswith(f"error: demo file {folder / 'bowl.hdf5'}: {says}"), err
     assert "Traceback" not in err and not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["demos"]  # no temporary dataset left beside it
+
+
+@pytest.mark.parametrize("key, step, value", [("actions", 3, np.nan), ("obs/ee_states", 0, np.inf),
+                                              ("obs/joint_states", 4, -np.inf)])
+def test_nan_or_infinite_numbers_are_refused_before_anything_is_written(tmp_path, capsys, key, step, value):
+    # Before: exported without a word, though training and verify refuse such demos.
+    import h5py
+
+    folder = tmp_path / "demos"
+    folder.mkdir()
+    write_demos(folder / "bowl.hdf5", TASKS["bowl"], [6, 5], seed=1)
+    with h5py.File(folder / "bowl.hdf5", "r+") as f:
+        f[f"data/demo_1/{key}"][step, 1] = value
+    out = tmp_path / "new" / "place" / "ds"
+    assert main(["export", str(folder), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: demo file {folder / 'bowl.hdf5'}: data/demo_1/{key} holds NaN or infinity (step "
+                   f"{step}); a dataset takes finite numbers only: fix or remake the file\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["demos"]  # nor the folders --out would have been put in
+
+
+def test_a_failed_export_removes_the_folders_it_made(tmp_path, capsys):
+    # A demo found wrong while the dataset was being written left the folders made for --out behind.
+    import h5py
+
+    folder = tmp_path / "demos"
+    folder.mkdir()
+    write_demos(folder / "bowl.hdf5", TASKS["bowl"], [6, 5], seed=1)
+    with h5py.File(folder / "bowl.hdf5", "r+") as f:
+        del f["data/demo_1/actions"]
+        f["data/demo_1/actions"] = np.zeros((5, 3), np.float32)
+    assert main(["export", str(folder), "--out", str(tmp_path / "new" / "ds"), "--quiet"]) == 2
+    assert "data/demo_1/actions has shape (5, 3)" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["demos"]
