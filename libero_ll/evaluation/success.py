@@ -20,6 +20,18 @@ FORMAT = "libero_ll.success_tensor"
 VERSION = 2
 
 
+def version_problem(version) -> str | None:
+    """What is wrong with a success tensor's `version` (newer than this code knows, or not a version number),
+    said of the file ("is of version 3, ..."), or None when this code reads it (1 to VERSION; a file
+    without one is of version 1)."""
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        return f"has the version {version!r}, not a version number (this code reads versions 1 to {VERSION})"
+    if version > VERSION:
+        return (f"is of version {version}, newer than this code reads (versions 1 to {VERSION}); read it with the "
+                "newer libero_ll that wrote it")
+    return None
+
+
 def _nan_to_none(values: Sequence[float]) -> list[float | None]:
     return [None if v is None or math.isnan(float(v)) else float(v) for v in values]
 
@@ -143,6 +155,9 @@ class SuccessTensor:
         """
         if data.get("format") != FORMAT:
             raise ValueError(f"format is {data.get('format')!r}, expected {FORMAT!r}")
+        problem = version_problem(data.get("version", 1))
+        if problem:
+            raise ValueError(f"the success tensor {problem}")
         K = len(data["task_names"])
         rows = [_none_to_nan(row) for row in data["matrix"]]
         return cls(
@@ -194,6 +209,9 @@ class SuccessTensor:
             raise LiberoError(f"success tensor file {path} is not valid JSON ({e})") from None
         if not isinstance(data, dict):
             raise LiberoError(f"success tensor file {path} does not hold a JSON object")
+        problem = version_problem(data.get("version", 1)) if data.get("format") == FORMAT else None
+        if problem:
+            raise LiberoError(f"success tensor file {path} {problem}")
         try:
             tensor = cls.from_dict(data)
         except KeyError as e:

@@ -68,6 +68,38 @@ def test_the_kept_epoch_is_saved_and_a_file_without_it_reads_as_before(tmp_path)
     assert old.kept_epochs == [None, None] and old.best(0) == (0.6, 5)
 
 
+def test_a_file_of_a_newer_version_is_refused_naming_the_versions_read(tmp_path, capsys):
+    # Before: read as if it were of this version, by metrics and report alike.
+    from libero_ll.cli import main
+    from libero_ll.evaluation.success import VERSION
+
+    run = tmp_path / "run"
+    path = run / "success.json"
+    sample().save(path)
+    (run / "config.yaml").write_text("name: fake\n")
+    raw = json.loads(path.read_text())
+    for version, says in ((VERSION + 1, f"is of version {VERSION + 1}, newer than this code reads (versions 1 to "
+                                        f"{VERSION}); read it with the newer libero_ll that wrote it"),
+                          ("2", f"has the version '2', not a version number (this code reads versions 1 to {VERSION})")):
+        path.write_text(json.dumps({**raw, "version": version}))
+        with pytest.raises(LiberoError) as e:
+            SuccessTensor.load(path)
+        assert str(e.value) == f"success tensor file {path} {says}"
+        for argv in (["metrics", str(run)], ["report", str(run), "-o", str(tmp_path / "report")]):
+            assert main(argv) == 2
+            assert capsys.readouterr().err == f"error: success tensor file {path} {says}\n"
+        assert not (tmp_path / "report").exists()
+    with pytest.raises(ValueError, match=f"the success tensor is of version {VERSION + 1}, newer"):
+        SuccessTensor.from_dict({**raw, "version": VERSION + 1})
+    # The versions this code knows, and a file without one (version 1), read as before.
+    for version in range(1, VERSION + 1):
+        path.write_text(json.dumps({**raw, "version": version}))
+        assert SuccessTensor.load(path).task_names == ["a", "b"]
+    del raw["version"]
+    path.write_text(json.dumps(raw))
+    assert SuccessTensor.load(path).task_names == ["a", "b"]
+
+
 def test_save_replaces_atomically_and_leaves_no_temp_file(tmp_path):
     path = tmp_path / "success.json"
     SuccessTensor.empty(["a"]).save(path)
