@@ -3,7 +3,7 @@ Ray (a local Ray started and stopped here, or a cluster), restartable, ending wi
 
 A sweep file is YAML:
 
-    name: table2_cpu                # default: the file's name
+    name: table2_cpu                # default: the file's name; a plain folder name (no / or ..)
     config: ../cpu.yaml             # the base config, relative to the sweep file
     overrides:                      # applied to every run (a mapping, or a list of "key=value")
       train.epochs: 10              # (tasks: here sets the tasks whose orders task_orders permutes)
@@ -159,6 +159,10 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
     name = raw.get("name", path.stem)
     if not isinstance(name, str) or not name:
         fail("name", "expected a non-empty string")
+    if name in (".", "..") or any(sep in name for sep in {"/", "\\", os.sep, os.altsep} - {None}):
+        fail("name", f"{name!r} is not a plain folder name (the runs go to runs/sweeps/<name> unless output_dir "
+                     "or -o says otherwise): give a name without path separators, or set output_dir to put the "
+                     "runs elsewhere")
     if not isinstance(raw.get("config"), str):
         fail("config", "expected the path of a config file (relative to the sweep file), e.g. ../cpu.yaml")
     config = (path.parent / raw["config"]).resolve()

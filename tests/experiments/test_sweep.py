@@ -113,6 +113,10 @@ class SmokeTasks:
         ("resources: {gpus: .nan}\n", "resources.gpus: expected a non-negative number, got nan"),
         ("resources: {cpus: .inf}\n", "resources.cpus: expected a positive number, got inf"),
         ("grid: [1, 2\n", "not valid YAML"),
+        # Before, taken: runs/sweeps/../x put the runs beside runs/sweeps/, not in it.
+        ("name: ../x\n", "name: '../x' is not a plain folder name"),
+        ("name: a/b\n", "name: 'a/b' is not a plain folder name"),
+        ("name: '..'\n", "name: '..' is not a plain folder name"),
     ],
 )
 def test_bad_sweep_files_are_named(tmp_path, text, message):
