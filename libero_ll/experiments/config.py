@@ -333,6 +333,10 @@ def _file_label(file: Path, top) -> str:
     return f"{file} (in the defaults of {top})"
 
 
+# The sections' `by_name` mappings, whose every entry is a mapping of settings: what those settings are.
+BY_NAME = {"learner.by_name": "learner's options", "policy.by_name": "policy's keys"}
+
+
 def _shape_problem(schema, layer, prefix: str = "") -> str | None:
     """The message for the first value of `layer` given where the schema has a section, a mapping or a list
     and the value is not one (`learner=er`, `train: 3`, `tasks=foo`); None when the shapes agree. Other
@@ -357,6 +361,12 @@ def _shape_problem(schema, layer, prefix: str = "") -> str | None:
                 inner = _shape_problem(expected, given, f"{key}.")
                 if inner:
                     return inner
+            elif key in BY_NAME:
+                for name in given.keys():
+                    entry = given._get_node(name)
+                    if not isinstance(entry, DictConfig) and not entry._is_none():
+                        return (f"{key}.{name} takes a mapping of that {BY_NAME[key]}, not a list or a single value; "
+                                f"set one at a time, e.g. {key}.{name}.KEY=VALUE")
         elif isinstance(expected, ListConfig) and not isinstance(given, ListConfig) \
                 and not (given._is_none() and expected._is_optional()):
             return f"{key} takes a list, e.g. {key}=[a,b]"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -212,6 +213,11 @@ class Learner:
     @classmethod
     def check_options(cls, options: dict) -> None:
         """LiberoError naming any option this learner does not have, or a value it cannot use."""
+        if not isinstance(options, Mapping):
+            raise LiberoError(
+                f"learner {getattr(cls, 'registered_name', cls.__name__)}: options are a mapping of option names to "
+                f"values (known: {sorted(cls.options) or 'none'}), got {options!r}"
+            )
         unknown = sorted(set(options) - set(cls.options))
         if unknown:
             raise LiberoError(

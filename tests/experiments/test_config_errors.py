@@ -192,6 +192,36 @@ def test_a_value_out_of_range_names_its_file_or_its_override(tmp_path, text, ove
         load_config(shipped)
 
 
+@pytest.mark.parametrize("override, says", [
+    # Before: "learner er: unknown options [1]" (a key not set by the preset), or TypeError tracebacks: "Cannot
+    # merge incompatible container types" (one the preset sets), "'int' object is not iterable".
+    ("learner.by_name.er=[1]", "learner.by_name.er takes a mapping of that learner's options, not a list or a "
+                               "single value; set one at a time, e.g. learner.by_name.er.KEY=VALUE"),
+    ("learner.by_name.seql=3", "learner.by_name.seql takes a mapping of that learner's options"),
+    ("policy.by_name.vit_t=[8]", "policy.by_name.vit_t takes a mapping of that policy's keys"),
+])
+def test_a_by_name_entry_that_is_not_a_mapping_says_a_mapping_is_expected(tmp_path, override, says):
+    assert refused(CONFIGS / "smoke.yaml", [override]).startswith(f"override {override}: {says}")
+    key, value = override.split("=")
+    section, _, name = key.split(".")
+    path = config_file(tmp_path, f"{section}:\n  by_name:\n    {name}: {value}\n")
+    assert refused(path).startswith(f"{path}: {says.partition(' e.g.')[0]}")
+    load_config(CONFIGS / "smoke.yaml", [f"{key}=null"])  # an entry of no settings is taken, as before
+
+
+def test_a_learners_options_that_are_not_a_mapping_are_named_when_the_run_starts():
+    # A config built in Python is checked when the run starts.
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.lifelong import check_components
+
+    cfg = load_config(CONFIGS / "smoke.yaml")
+    OmegaConf.update(cfg, "learner.by_name", {"er": [1]}, merge=False)
+    with pytest.raises(LiberoError, match=r"^learner.by_name.er: learner er: options are a mapping of option names "
+                                          r"to values \(known: .*\), got \[1\]$"):
+        check_components(cfg)
+
+
 def test_a_task_named_twice_is_refused_naming_where_it_came_from(tmp_path):
     # Before, taken: a run keys its demos, initial states and scores by task name, so the second stage of a
     # task had nothing of its own.
