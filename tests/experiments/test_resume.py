@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from libero_ll.cli import main
+from libero_ll.errors import LiberoError
 from libero_ll.experiments.lifelong import run_lifelong
 
 REPO = Path(__file__).resolve().parents[2]
@@ -212,8 +213,9 @@ def test_a_run_paused_between_stages_ends_like_an_uninterrupted_one(tmp_path, sm
     assert _results(run_dir) == _results(whole)
     assert _same_weights(run_dir / "final_policy.pt", whole / "final_policy.pt")
 
-    assert main(["train", "--resume", str(run_dir), "--stages", "0"]) == 2
-    assert "number of stages to train in one call must be at least 1, got 0" in capsys.readouterr().err
+    # The command line refuses --stages 0 itself (tests/cli/test_cli_bad_inputs.py); the library does too.
+    with pytest.raises(LiberoError, match="number of stages to train in one call must be at least 1, got 0"):
+        run_lifelong(cfg, log=lines.append, resume=run_dir, envs=smoke_envs, max_stages=0)
 
 
 def test_evaluating_alongside_training_gives_the_same_run(tmp_path, smoke_data, smoke_envs, make_smoke_config,
