@@ -321,16 +321,27 @@ def test_files_with_and_without_joint_states_are_refused_naming_the_file(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bowl.hdf5", "soup.hdf5"]
 
 
-def test_a_demo_that_is_not_a_group_is_named_as_such(tmp_path, capsys):
-    # Before: "data/demo_1 has no joint states (obs/joint_states), but data/demo_0 ... has".
+def _two_demos_one_damaged(tmp_path, damage):
+    """A folder of one task's two demos whose second, data/demo_1, `damage(h5py group "data")` has changed."""
     import h5py
 
     folder = tmp_path / "demos"
     folder.mkdir()
     write_demos(folder / "bowl.hdf5", TASKS["bowl"], [6, 5], seed=1)
     with h5py.File(folder / "bowl.hdf5", "r+") as f:
-        del f["data/demo_1"]
-        f["data/demo_1"] = np.zeros(3)
+        damage(f["data"])
+    return folder
+
+
+def _replace(group, key: str, value) -> None:
+    del group[key]
+    group[key] = value
+
+
+def test_a_demo_that_is_not_a_group_is_named_as_such(tmp_path, capsys):
+    # Before: "data/demo_1 has no joint states (obs/joint_states), but data/demo_0 ... has".
+
+    folder = _two_demos_one_damaged(tmp_path, lambda data: _replace(data, "demo_1", np.zeros(3)))
     assert main(["export", str(folder), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err == f"error: demo file {folder / 'bowl.hdf5'}: data/demo_1 is not a group of datasets\n"
@@ -428,14 +439,8 @@ print("drawn", float(np.asarray(obs["agentview_rgb"]).std()))
 def test_a_demo_of_the_wrong_widths_is_named_not_a_traceback(tmp_path, capsys, key, value, says):
     # Before: pyarrow's "Table schema does not match schema used to create file" traceback (actions, robot
     # readings), or "images of [(8, 8), (8, 8, 3)] pixels, the dataset's are None" (pictures).
-    import h5py
 
-    folder = tmp_path / "demos"
-    folder.mkdir()
-    write_demos(folder / "bowl.hdf5", TASKS["bowl"], [6, 5], seed=1)
-    with h5py.File(folder / "bowl.hdf5", "r+") as f:
-        del f[f"data/demo_1/{key}"]
-        f[f"data/demo_1/{key}"] = value
+    folder = _two_demos_one_damaged(tmp_path, lambda data: _replace(data, f"demo_1/{key}", value))
     assert main(["export", str(folder), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: demo file {folder / 'bowl.hdf5'}: {says}"), err
@@ -447,13 +452,11 @@ def test_a_demo_of_the_wrong_widths_is_named_not_a_traceback(tmp_path, capsys, k
                                               ("obs/joint_states", 4, -np.inf)])
 def test_nan_or_infinite_numbers_are_refused_before_anything_is_written(tmp_path, capsys, key, step, value):
     # Before: exported without a word, though training and verify refuse such demos.
-    import h5py
 
-    folder = tmp_path / "demos"
-    folder.mkdir()
-    write_demos(folder / "bowl.hdf5", TASKS["bowl"], [6, 5], seed=1)
-    with h5py.File(folder / "bowl.hdf5", "r+") as f:
-        f[f"data/demo_1/{key}"][step, 1] = value
+    def damage(data):
+        data[f"demo_1/{key}"][step, 1] = value
+
+    folder = _two_demos_one_damaged(tmp_path, damage)
     out = tmp_path / "new" / "place" / "ds"
     assert main(["export", str(folder), "--out", str(out), "--quiet"]) == 2
     err = capsys.readouterr().err
@@ -464,14 +467,8 @@ def test_nan_or_infinite_numbers_are_refused_before_anything_is_written(tmp_path
 
 def test_a_failed_export_removes_the_folders_it_made(tmp_path, capsys):
     # A demo found wrong while the dataset was being written left the folders made for --out behind.
-    import h5py
 
-    folder = tmp_path / "demos"
-    folder.mkdir()
-    write_demos(folder / "bowl.hdf5", TASKS["bowl"], [6, 5], seed=1)
-    with h5py.File(folder / "bowl.hdf5", "r+") as f:
-        del f["data/demo_1/actions"]
-        f["data/demo_1/actions"] = np.zeros((5, 3), np.float32)
+    folder = _two_demos_one_damaged(tmp_path, lambda data: _replace(data, "demo_1/actions", np.zeros((5, 3), np.float32)))
     assert main(["export", str(folder), "--out", str(tmp_path / "new" / "ds"), "--quiet"]) == 2
     assert "data/demo_1/actions has shape (5, 3)" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["demos"]
