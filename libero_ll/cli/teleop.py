@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from libero_ll.cli.args import at_least, output_file
+from libero_ll.cli.args import SEED, at_least, output_file
 from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
@@ -120,10 +120,10 @@ def register(sub) -> None:
     )
     s.add_argument("file", help="a .bddl task file")
     s.add_argument("--out", required=True, help="the HDF5 file to write (atomically, when the session ends)")
-    s.add_argument("--demos", type=int, default=10, help="stop after this many kept demos (default 10)")
+    s.add_argument("--demos", type=at_least(1), default=10, help="stop after this many kept demos (default 10)")
     s.add_argument(
         "--seed",
-        type=int,
+        type=SEED,
         default=None,
         help="episode i resets like the expert's demo i (default: random resets; each demo's seed is stored)",
     )

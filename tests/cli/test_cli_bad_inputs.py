@@ -54,6 +54,8 @@ def refused(argv: list[str], capsys) -> str:
         (["export", "d", "--out", "o", "--fps", "0"], "--fps"),
         (["export", "d", "--out", "o", "--crf", "-1"], "--crf"),
         (["teleop", str(BOWL), "--out", "t.hdf5", "--image-size", "0"], "--image-size"),
+        (["teleop", str(BOWL), "--out", "t.hdf5", "--seed", "-1"], "--seed"),
+        (["teleop", str(BOWL), "--out", "t.hdf5", "--demos", "0"], "--demos"),
         (["evaluate", "run", "--init-seed", "-1"], "--init-seed"),
         # Before: refused only once the run was read, as "rollouts must be 1 or more".
         (["evaluate", "run", "--rollouts", "0"], "--rollouts"),
