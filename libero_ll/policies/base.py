@@ -43,8 +43,13 @@ def coerce_config(config_class: type, cfg: Any) -> Any:
             from omegaconf import OmegaConf
 
             cfg = OmegaConf.to_container(cfg, resolve=True)
-        except Exception as err:  # noqa: BLE001 - anything unconvertible is a user error here
-            raise LiberoError(f"cannot read a policy config from {type(cfg).__name__}") from err
+        except Exception:  # noqa: BLE001 - anything unconvertible is a user error here
+            pass
+    if not isinstance(cfg, Mapping):
+        raise LiberoError(
+            f"a policy config ({config_class.__name__}) is a mapping of its keys to values, not "
+            f"{type(cfg).__name__} {cfg!r}"
+        )
     known = {f.name for f in dataclasses.fields(config_class)}
     unknown = sorted(set(cfg) - known)
     if unknown:

@@ -49,15 +49,21 @@ def make_policy(name: str, cfg: Any, shape_meta: Mapping[str, Any]):
     cls = POLICIES.get(name)
     if cfg is not None and not hasattr(cfg, "__dataclass_fields__"):
         cfg = _as_dict(cfg)
-        given = cfg.pop("name", name)
-        if given != name:
-            raise LiberoError(f"policy config names {given!r} but {name!r} was asked for")
-    return cls(cfg, shape_meta)
+        if isinstance(cfg, dict):
+            given = cfg.pop("name", name)
+            if given != name:
+                raise LiberoError(f"policy config names {given!r} but {name!r} was asked for")
+    return cls(cfg, shape_meta)  # a cfg that is not a mapping is refused there (`coerce_config`), naming it
 
 
-def _as_dict(cfg: Any) -> dict:
+def _as_dict(cfg: Any):
+    """A mapping or an OmegaConf mapping as a dict; anything else as it is (a list: as a list)."""
     if isinstance(cfg, Mapping):
         return dict(cfg)
     from omegaconf import OmegaConf
 
-    return dict(OmegaConf.to_container(cfg, resolve=True))
+    try:
+        cfg = OmegaConf.to_container(cfg, resolve=True)
+    except ValueError:  # not an OmegaConf config
+        return cfg
+    return dict(cfg) if isinstance(cfg, Mapping) else cfg

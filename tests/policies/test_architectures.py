@@ -252,6 +252,11 @@ def test_config_errors_name_the_key(name):
         make_policy(name, {"name": "resnet_rnn" if name != "resnet_rnn" else "vit_t"}, SHAPE_META)
     from omegaconf import OmegaConf
 
+    # Not a mapping (a list or a number from a config built in Python): said so, with what was given.
+    for given in ([1], OmegaConf.create([1]), 3):
+        with pytest.raises(LiberoError, match=r"is a mapping of its keys to values, not (list|int) (\[1\]|3)"):
+            make_policy(name, given, SHAPE_META)
+
     # A config file's policy section: the name plus overrides of the defaults.
     policy = make_policy(name, OmegaConf.create({"name": name, **TINY[name]}), SHAPE_META)
     assert dataclasses.asdict(policy.cfg)["embed_size"] == TINY[name]["embed_size"]
