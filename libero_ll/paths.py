@@ -6,6 +6,12 @@ import os
 from pathlib import Path
 
 
+def holds_a_path(name: str) -> bool:
+    """Whether `name`, meant as one folder's name (or its start), holds a path separator or '..', so that the
+    folder made from it would land somewhere else than where it is put."""
+    return ".." in name or any(sep in name for sep in {"/", "\\", os.sep, os.altsep} - {None})
+
+
 def file_in_the_way(folder: str | os.PathLike) -> Path | None:
     """The file that stops `folder` from being made (the folder itself, or the nearest existing path above
     it, when that is a file); None when the folder exists or can be made."""

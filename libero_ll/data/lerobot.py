@@ -352,7 +352,7 @@ def _features(height: int, width: int, fps: int, codec: str, joints: bool = True
             if joints
             else {}
         ),
-        "action": {"dtype": "float32", "shape": [7], "names": ACTION_NAMES},
+        "action": {"dtype": "float32", "shape": [len(ACTION_NAMES)], "names": ACTION_NAMES},
         "next.reward": {"dtype": "float32", **one},
         "next.done": {"dtype": "bool", **one},
         "timestamp": {"dtype": "float32", **one},
@@ -649,7 +649,7 @@ def _check_export_shapes(path: Path, name: str, demo, obs_keys: list[str]) -> No
 
     widths = {"actions": demo.actions, **{k: demo.obs[k] for k in obs_keys if k not in IMAGE_KEYS}}
     for key, arr in widths.items():
-        want = 7 if key == "actions" else LOWDIM_SIZES[key]
+        want = len(ACTION_NAMES) if key == "actions" else LOWDIM_SIZES[key]
         if arr.ndim != 2 or arr.shape[1] != want:
             where = key if key == "actions" else f"obs/{key}"
             raise LiberoError(

@@ -22,7 +22,7 @@ from libero_ll import MAX_SEED
 from libero_ll.data.hdf5 import LOWDIM_SIZES, task_demo_file
 from libero_ll.envs.render import ROBOT_MESHES
 from libero_ll.errors import LiberoError
-from libero_ll.paths import file_in_the_way
+from libero_ll.paths import file_in_the_way, holds_a_path
 from libero_ll.signals import interrupts_held
 from libero_ll.experiments.checkpoint import (
     FINAL_POLICY,
@@ -1585,8 +1585,7 @@ def check_components(cfg, check_init: bool = True, check_suite: bool = True, che
     from libero_ll.experiments.config import learner_options, policy_config
 
     name = str(cfg.name)
-    separators = {"/", "\\", os.sep, os.altsep} - {None}
-    if check_name and (any(sep in name for sep in separators) or ".." in name):
+    if check_name and holds_a_path(name):
         raise LiberoError(
             f"name {name!r}: a run's name begins the name of its folder under output_dir, so it cannot hold a "
             f"path separator or '..'; to put runs elsewhere, set output_dir"

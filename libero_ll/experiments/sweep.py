@@ -43,7 +43,7 @@ from typing import Any, Callable
 from libero_ll.errors import LiberoError
 from libero_ll.experiments.config import first_difference
 from libero_ll.experiments.run_files import RUN_LOCK_FILE, file_lock
-from libero_ll.paths import file_in_the_way
+from libero_ll.paths import file_in_the_way, holds_a_path
 
 SWEEP_KEYS = ("name", "config", "overrides", "grid", "runs", "seeds", "task_orders", "order_seed", "output_dir",
               "resources")
@@ -159,9 +159,9 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
     name = raw.get("name", path.stem)
     if not isinstance(name, str) or not name:
         fail("name", "expected a non-empty string")
-    if name in (".", "..") or any(sep in name for sep in {"/", "\\", os.sep, os.altsep} - {None}):
+    if name == "." or holds_a_path(name):
         fail("name", f"{name!r} is not a plain folder name (the runs go to runs/sweeps/<name> unless output_dir "
-                     "or -o says otherwise): give a name without path separators, or set output_dir to put the "
+                     "or -o says otherwise): give a name without path separators or '..', or set output_dir to put the "
                      "runs elsewhere")
     if not isinstance(raw.get("config"), str):
         fail("config", "expected the path of a config file (relative to the sweep file), e.g. ../cpu.yaml")

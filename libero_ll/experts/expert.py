@@ -1085,14 +1085,15 @@ def free_spot(region, model, others: list[tuple[np.ndarray, float]], inside: boo
     if not others:
         return region.center[:2].copy()
     radius = float(min(model.half_size[0], model.half_size[1]))
-    best, best_key = region.center[:2].copy(), None
+    toward = None if toward is None else np.asarray(toward, dtype=float)[:2]
+    best, best_key = None, None
     for u in np.linspace(-1, 1, grid):
         for v in np.linspace(-1, 1, grid):
             xy = region.center[:2] + region.rot[:2, :2] @ (np.array([u, v]) * room)
             clear = min(float(np.linalg.norm(xy - c)) - r - radius for c, r in others)
             spread = min(clear, SPOT_CLEARANCE_CAP) - 0.01 * float(np.hypot(u, v))
             if toward is not None and clear >= SPOT_CLEARANCE:
-                key = (1, -float(np.linalg.norm(xy - np.asarray(toward, dtype=float)[:2])), spread)
+                key = (1, -float(np.linalg.norm(xy - toward)), spread)
             else:
                 key = (0, spread, 0.0)
             if best_key is None or key > best_key:
