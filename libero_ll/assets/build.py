@@ -39,6 +39,8 @@ def _geom_element(g: Geom, name: str, model: Model, density: float) -> ET.Elemen
             solref=OBJECT_SOLREF,
             solimp=OBJECT_SOLIMP,
         )
+        if model.friction_priority:
+            attrib["priority"] = str(model.friction_priority)
     else:
         attrib.update(contype="0", conaffinity="0", density="0")
     return ET.Element("geom", attrib)

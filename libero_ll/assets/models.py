@@ -166,6 +166,10 @@ class Model:
         geoms: the shapes.
         density: kg/m^3 applied to every colliding geom.
         friction: sliding, torsional, rolling friction of colliding geoms.
+        friction_priority: MuJoCo's geom priority of the colliding geoms. A contact between geoms of equal
+            priority takes the larger of their two frictions; one with a geom of higher priority takes that
+            geom's. So a model whose friction is below the table's (1.0) slides on it only with a priority
+            above 0 (a plate: `libero_ll/assets/objects.py`).
         regions: affordance regions (docs/assets.md).
         grasp: grasp hint for the expert (None for things that are not picked up).
         description: one line for people (the gallery, error messages).
@@ -183,6 +187,7 @@ class Model:
     geoms: tuple[Geom, ...]
     density: float = 500.0
     friction: tuple[float, float, float] = (1.0, 0.005, 0.0001)
+    friction_priority: int = field(default=0, repr=False)
     regions: tuple[Region, ...] = ()
     grasp: Grasp | None = None
     description: str = ""

@@ -52,7 +52,11 @@ def scene_fingerprint(task_file: str | Path) -> str:
     spec = parse_file(str(task_file))
     h = hashlib.sha256(text.encode())
     for cat in sorted(set(spec.instances().values())):
-        h.update(repr(get_model(cat)).encode())
+        model = get_model(cat)
+        h.update(repr(model).encode())
+        # Left out of the repr while 0, so that adding the field changed no other model's fingerprint.
+        if model.friction_priority:
+            h.update(f"friction_priority={model.friction_priority}".encode())
     if spec.problem_class in ARENAS:
         h.update(repr(ARENAS.get(spec.problem_class)).encode())
     return h.hexdigest()

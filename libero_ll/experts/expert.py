@@ -64,7 +64,9 @@ from libero_ll.experts.skills import (
 # the other way round where the arm, settling, would drive its last joint to its stop (`settled_wrist`), and carries
 # an object held by its wall higher by its droop (WALL_HANG_TILT); 0.21 puts an object into a region beside others
 # at the place with room nearest the robot's base (`free_spot`), not on whichever side had a few millimetres more.
-EXPERT_VERSION = "scripted-expert 0.21"
+# 0.22 is 0.21's code on a plate that slides (friction 0.6 governing its contacts, libero_ll/assets/objects.py): its
+# demos of every task with a plate differ, and a file of 0.21 gets the stale-demo note.
+EXPERT_VERSION = "scripted-expert 0.22"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.

@@ -218,3 +218,22 @@ def test_cli_refuses_states_where_init_fails_and_names_a_stale_file(tmp_path, ca
         assert message in capsys.readouterr().err
     assert main(["init-states", str(task), "--suite", "quickstart"]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_a_models_friction_priority_is_part_of_its_scenes_fingerprint(monkeypatch):
+    """The priority is left out of a model's repr while 0 (adding it changed no other scene's fingerprint), so
+    the fingerprint adds it itself: a plate that stops governing its contacts makes its scenes' states stale."""
+    from dataclasses import replace
+
+    import libero_ll.assets.categories as categories
+    from libero_ll.envs.init_states import scene_fingerprint
+
+    bowl = REPO / "bddl_tasks/quickstart/put_the_black_bowl_on_the_plate.bddl"
+    before = scene_fingerprint(bowl)
+    plate = categories.get_model("plate")
+    assert plate.friction_priority == 1
+    real = categories.get_model
+    monkeypatch.setattr(
+        categories, "get_model", lambda cat: replace(plate, friction_priority=0) if cat == "plate" else real(cat)
+    )
+    assert scene_fingerprint(bowl) != before
