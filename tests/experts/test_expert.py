@@ -291,8 +291,9 @@ def test_push_waypoints_stay_behind_the_object_and_end_at_the_target():
 def test_a_plate_pushed_with_the_hand_pressing_down_a_little_still_slides_to_the_stove_front():
     """A learnt policy pushes the plate at about 2.5 cm a step and presses down by half a millimetre a step
     (the demos' own mean, which the expert's closed loop corrects). With the plate at friction 1.0 against the
-    table and the fingers, that wedged it: this push got it 10 to 13 cm along, short of the stove's front, in
-    three starts of three. With its glaze's 0.6 governing its contacts it arrives every time."""
+    table and the fingers that wedged it, and this test fails (from the task's first three fixed starts the same
+    push got the plate 10 to 13 cm along, short of the stove's front). With its glaze's 0.6 governing its
+    contacts it arrives from both starts."""
     from libero_ll.assets.categories import get_model
     from libero_ll.envs.env import EnvConfig, LiberoEnv
     from libero_ll.experiments.lifelong import suite_tasks
@@ -302,10 +303,14 @@ def test_a_plate_pushed_with_the_hand_pressing_down_a_little_still_slides_to_the
     task = suite_tasks("libero_goal", ["push_the_plate_to_the_front_of_the_stove"])[0]
     env = LiberoEnv(task, EnvConfig(render=False))
     half = get_model("plate").half_size
-    front = np.array([-0.14, 0.33])  # the centre of the stove's front region in this task file
     try:
         for seed in (0, 1):
             env.reset(seed=seed)
+            # The centre of the stove's front region (a range on the table) in the world.
+            g = env.geometry
+            table, ((x0, y0, x1, y1),) = g.range_regions["kitchen_table_flat_stove_1_front_region"]
+            origin, rot = g.surface_frame(table)
+            front = (origin + rot @ np.array([(x0 + x1) / 2, (y0 + y1) / 2, 0.0]))[:2]
             plate = env.geometry.pos("plate_1")
             way = push_waypoints(plate[:2], front, half[0], plate[2] - half[2], env.robot_proprio()["ee_rot"])
             for _, target, hand, grip, _ in way[:2]:  # above the plate's far side from the front, then down
