@@ -111,7 +111,8 @@ def register(sub) -> None:
     s.add_argument(
         "--checkpoint", default="final",
         help="'final' (the policy after the last stage; default), a task number from 1 (the policy kept "
-        "when that task's stage ended) or 'latest' (the weights of the last saved epoch, as the run evaluates "
+        "when that task's stage ended), N:last (the weights that stage's training ended with, e.g. 3:last, when "
+        "it kept an earlier epoch's) or 'latest' (the weights of the last saved epoch, as the run evaluates "
         "them: a run stopped in mid-stage too)",
     )
     s.add_argument(

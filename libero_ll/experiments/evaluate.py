@@ -116,8 +116,10 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 
 
 def _weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tuple[Path, list[int] | None]:
-    """The file of `checkpoint` ("final", "latest" or a task number from 1) and the tasks its stage learned
-    (None for the final policy and for "latest", the run's resume state)."""
+    """The file of `checkpoint` ("final", "latest", a task number from 1, or "N:last") and the tasks its stage
+    learned (None for the final policy and for "latest", the run's resume state)."""
+    if checkpoint.endswith(":last"):
+        return _last_weights_file(run_dir, checkpoint, names)
     if checkpoint == "latest":
         path = run_dir / STATE_FILE
         if not path.exists():
@@ -126,7 +128,7 @@ def _weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tuple[Pat
     if checkpoint == "final":
         path = run_dir / FINAL_POLICY
         if not path.exists():
-            kept = sorted(p.name for p in (run_dir / "checkpoints").glob("*.pt"))
+            kept = sorted(p.name for p in (run_dir / "checkpoints").glob("*_best.pt"))
             hint = f"; stages kept so far: {', '.join(kept)} (--checkpoint N)" if kept else ""
             raise LiberoError(f"{run_dir} has no {FINAL_POLICY}: the run has not finished{hint}; "
                               f"--checkpoint latest evaluates its last saved epoch")
@@ -135,7 +137,8 @@ def _weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tuple[Pat
         number = int(checkpoint)
     except ValueError:
         raise LiberoError(
-            f"checkpoint {checkpoint!r}: give 'final', 'latest' or a task number from 1 to {len(names)}"
+            f"checkpoint {checkpoint!r}: give 'final', 'latest', a task number from 1 to {len(names)} or such a "
+            f"number followed by ':last' (e.g. '1:last')"
         ) from None
     if not 1 <= number <= len(names):
         raise LiberoError(f"checkpoint {number}: the run has tasks 1 to {len(names)}")
@@ -148,10 +151,36 @@ def _weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tuple[Pat
         stage = [int(j) for j in (ckpt.get("tasks") if isinstance(ckpt, dict) else None) or []]
         if number - 1 in stage:
             return shared, stage
-    kept = sorted(p.name for p in (run_dir / "checkpoints").glob("*.pt"))
+    kept = sorted(p.name for p in (run_dir / "checkpoints").glob("*_best.pt"))
     raise LiberoError(
         f"{run_dir}: no kept policy of task {number} ({names[number - 1]}) yet; "
         f"kept: {', '.join(kept) if kept else 'none'}"
+    )
+
+
+def _last_weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tuple[Path, list[int] | None]:
+    """The weights that the stage of task N ended its training with ("N:last"): checkpoints/taskNN_last.pt, saved
+    when the stage kept an earlier evaluation's weights; the kept file itself when the stage kept its last epoch."""
+    number_text = checkpoint[: -len(":last")]
+    kept_path, stage = _weights_file(run_dir, number_text, names)
+    if stage is None:  # "final:last", "latest:last"
+        raise LiberoError(f"checkpoint {checkpoint!r}: ':last' follows a task number from 1 to {len(names)} "
+                          f"(e.g. '1:last')")
+    prefix = kept_path.name[: -len("_best.pt")]
+    last = kept_path.with_name(f"{prefix}_last.pt")
+    if last.exists():
+        return last, stage
+    kept = load_checkpoint(kept_path)
+    kept_epoch = kept.get("epoch") if isinstance(kept, dict) else None
+    from libero_ll.experiments.config import load_config
+
+    epochs = int(load_config(run_dir / "config.yaml").train.epochs)
+    if kept_epoch is not None and int(kept_epoch) == epochs:
+        return kept_path, stage  # the stage kept the weights its training ended with
+    raise LiberoError(
+        f"{run_dir}: the stage of task {number_text} ({names[stage[0]]}) kept the weights of epoch {kept_epoch} "
+        f"(checkpoints/{kept_path.name}), and the run holds no checkpoints/{last.name} with those training ended "
+        f"with (epoch {epochs}): runs made before libero_ll saved them do not have it"
     )
 
 
@@ -347,7 +376,8 @@ def evaluate_run(
     Args:
         run_dir: a run directory (its config.yaml, init_states.npz and checkpoints).
         checkpoint: "final" (the policy after the last stage, with the learner's per-task networks for
-            PackNet), a task number from 1 (the policy kept when that task's stage ended) or "latest" (the
+            PackNet), a task number from 1 (the policy kept when that task's stage ended), "N:last" (the weights
+            that stage's training ended with, which it saves when it keeps an earlier epoch's) or "latest" (the
             weights of the run's last saved epoch, from its resume state, as its evaluations see them: the
             moving average with train.ema_decay; a run stopped in mid-stage can be evaluated so).
         tasks: task numbers from 1 or task names; default every task for the final policy, the stage's
@@ -529,7 +559,7 @@ def load_run_policy(run_dir: str | Path, checkpoint: str = "final", actions: str
 
     Args:
         run_dir: a run directory.
-        checkpoint: "final", a task number from 1 or "latest", as `evaluate_run` takes them.
+        checkpoint: "final", a task number from 1, "N:last" or "latest", as `evaluate_run` takes them.
         actions: "sampled", "mode", or None for the run's own (`policy.cfg.deterministic_eval`).
 
     Raises:

@@ -137,7 +137,8 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
     Steps: embed instructions, build the policy (optionally from `init_from`), collect missing demos with the
     expert, then for each stage of the learner (one task per stage, or all tasks for MTL): evaluate at
     epoch 0, train `train.epochs` epochs evaluating every `eval.every`, restore the best checkpoint (earliest
-    on ties; the log and the checkpoint's "epoch" say which), let the learner finish the stage (`end_task`,
+    on ties; the log and the checkpoint's "epoch" say which; the weights training ended with, when they are not
+    those, are saved too, as checkpoints/taskNN_last.pt), let the learner finish the stage (`end_task`,
     then its post-task epochs), evaluate earlier tasks. After every epoch the whole training state is written
     atomically to RUN_DIR/resume.pt, so a run killed at any moment continues from its last completed epoch; on
     CPU the result equals an uninterrupted run's. The success tensor is saved after every evaluation,
@@ -566,24 +567,42 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
                     save_state(s, "train", epoch)
                 take(wait=True)  # the stage keeps its best evaluated weights: all its evaluations are needed
 
+                prefix = f"task{stage[0]:02d}" if len(stage) == 1 else "all_tasks"
+                # A run continued from a copy without its checkpoints/ (they are not needed to go on) makes it again.
+                (run_dir / "checkpoints").mkdir(exist_ok=True)
+                # The weights training ended with (as evaluated: the moving average with train.ema_decay), when the
+                # stage keeps an earlier evaluation's: saved beside the kept ones, so that they are not lost.
+                last_index = len(tensor.curves[stage[0]]) - 1
+                last_file = run_dir / "checkpoints" / f"{prefix}_last.pt"
+                last = None
+
+                def save_stage_weights(weights: dict, success: float, epoch: int, path: Path) -> None:
+                    atomic_torch_save(
+                        {
+                            "policy": weights, "tasks": list(stage), "task_names": [names[j] for j in stage],
+                            "success": success, "epoch": int(epoch), "policy_name": str(cfg.policy.name),
+                            "config": OmegaConf.to_container(cfg),
+                        },
+                        path,
+                    )
+
+                if best_index != last_index:
+                    last_epoch = int(tensor.eval_epochs[stage[0]][last_index])
+                    last_success = float(np.mean([tensor.curves[j][last_index] for j in stage]))
+                    with learner.averaged_weights():
+                        save_stage_weights(policy.state_dict(), last_success, last_epoch, last_file)
+                    last = (last_epoch, last_success, f"checkpoints/{last_file.name}")
+                else:
+                    last_file.unlink(missing_ok=True)
+
                 # The kept policy: the best checkpoint, then whatever the learner does at the end of a stage.
                 policy.load_state_dict(best_state)
                 learner.end_average()
                 kept_epoch = tensor.eval_epochs[stage[0]][best_index]
                 for j in stage:
                     tensor.kept_epochs[j] = int(kept_epoch)
-                log(_kept_line(s, kept_epoch, best))
-                ckpt = f"task{stage[0]:02d}_best.pt" if len(stage) == 1 else "all_tasks_best.pt"
-                # A run continued from a copy without its checkpoints/ (they are not needed to go on) makes it again.
-                (run_dir / "checkpoints").mkdir(exist_ok=True)
-                atomic_torch_save(
-                    {
-                        "policy": best_state, "tasks": list(stage), "task_names": [names[j] for j in stage],
-                        "success": best, "epoch": int(kept_epoch), "policy_name": str(cfg.policy.name),
-                        "config": OmegaConf.to_container(cfg),
-                    },
-                    run_dir / "checkpoints" / ckpt,
-                )
+                log(_kept_line(s, kept_epoch, best, last))
+                save_stage_weights(best_state, best, kept_epoch, run_dir / "checkpoints" / f"{prefix}_best.pt")
                 learner.end_task(s, data_s)
                 phase, first_epoch = "finetune", 0
                 save_state(s, phase, 0)
@@ -738,12 +757,17 @@ def _check_loss(loss: float, stage: int, epoch: int, lr: float, what: str = "epo
     )
 
 
-def _kept_line(stage: int, epoch: int, success: float) -> str:
-    """The log line that says which evaluated weights a stage keeps (the best; the earliest on ties)."""
+def _kept_line(stage: int, epoch: int, success: float, last: tuple[int, float, str] | None = None) -> str:
+    """The log line that says which evaluated weights a stage keeps (the best; the earliest on ties), and where the
+    weights training ended with went when they are not those (`last`: their epoch, success and file)."""
     if epoch == 0:
-        return (f"stage {stage + 1}: kept the weights the stage began with (epoch 0, success {success:.2f}): "
+        line = (f"stage {stage + 1}: kept the weights the stage began with (epoch 0, success {success:.2f}): "
                 f"no evaluation after training did better, so this stage's training is not in the kept policy")
-    return f"stage {stage + 1}: kept the weights of epoch {epoch} (success {success:.2f})"
+    else:
+        line = f"stage {stage + 1}: kept the weights of epoch {epoch} (success {success:.2f})"
+    if last is not None:
+        line += f"; the weights training ended with (epoch {last[0]}, success {last[1]:.2f}) are in {last[2]}"
+    return line
 
 
 def _alongside(background, before: float) -> str:

@@ -166,6 +166,16 @@ def test_stage_checkpoint_and_new_states(run_dir):
     assert not np.array_equal(first.frames[(0, 0)][0], first.frames[(0, 1)][0])
 
 
+def test_the_weights_a_stage_ended_with(run_dir, capsys):
+    # Every stage of the smoke run keeps its epoch-0 weights, so each saved those of its last epoch too.
+    result = evaluate_run(run_dir, checkpoint="1:last", rollouts=1, workers=1, log=lambda s: None)
+    assert result.checkpoint == "checkpoints/task00_last.pt" and [r.number for r in result.tasks] == [1]
+    assert main(["evaluate", str(run_dir), "--checkpoint", "2:last", "--rollouts", "1", "--workers", "1",
+                 "--out", str(run_dir.parent / "last.json")]) == 0
+    assert "checkpoints/task01_last.pt" in (run_dir.parent / "last.json").read_text()
+    capsys.readouterr()
+
+
 def test_new_states_are_seeded_by_the_task_not_its_number(run_dir, smoke_envs):
     # They were sampled with init_seed + the task's number: the same task got other states in another order.
     from libero_ll.envs.init_states import sample_init_states, task_init_seed
@@ -299,7 +309,10 @@ def test_bad_input_is_named(run_dir, tmp_path, capsys):
         ([str(unfinished)], "has not finished; stages kept so far: task00_best.pt"),
         ([str(unfinished), "--checkpoint", "2"], "no kept policy of task 2"),
         ([str(run_dir), "--checkpoint", "3"], "the run has tasks 1 to 2"),
-        ([str(run_dir), "--checkpoint", "best"], "give 'final', 'latest' or a task number"),
+        ([str(run_dir), "--checkpoint", "best"], "give 'final', 'latest', a task number from 1 to 2 or such a number "
+                                                  "followed by ':last'"),
+        ([str(run_dir), "--checkpoint", "final:last"], "':last' follows a task number from 1 to 2"),
+        ([str(unfinished), "--checkpoint", "2:last"], "no kept policy of task 2"),
         ([str(no_state), "--checkpoint", "latest"], "has no resume.pt: the run has not saved an epoch yet"),
         ([str(run_dir), "--tasks", "stack_the_bowls"], "'stack_the_bowls' is not one of the run's tasks: 1 put_the"),
         ([str(run_dir), "--actions", "greedy"], "actions must be one of sampled, mode, got 'greedy'"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import libero_ll.experiments.lifelong as lifelong
@@ -26,10 +27,14 @@ def test_the_best_epoch_is_kept_and_named_and_epoch_zero_is_called_out(
     cfg = make_smoke_config(tmp_path / "a", smoke_data, "eval.past_tasks=false")
     run_dir = lifelong.run_lifelong(cfg, log=lines.append, envs=smoke_envs)
     kept = [line for line in lines if "kept the weights" in line]
-    assert kept == ["stage 1: kept the weights of epoch 1 (success 0.50)",
-                    "stage 2: kept the weights of epoch 1 (success 0.50)"]
+    assert kept == [f"stage {s}: kept the weights of epoch 1 (success 0.50); the weights training ended with (epoch 2, "
+                    f"success 0.50) are in checkpoints/task0{s - 1}_last.pt" for s in (1, 2)]
     ckpt = torch.load(run_dir / "checkpoints" / "task00_best.pt", weights_only=True)
     assert ckpt["epoch"] == 1 and ckpt["success"] == 0.5
+    # The weights the stage's training ended with are not lost: saved beside the kept ones, as evaluated at epoch 2.
+    last = torch.load(run_dir / "checkpoints" / "task00_last.pt", weights_only=True)
+    assert last["epoch"] == 2 and last["success"] == 0.5 and last["tasks"] == [0]
+    assert not all(torch.equal(last["policy"][k], v) for k, v in ckpt["policy"].items())
 
     monkeypatch.setattr(lifelong, "evaluate_tasks", _scores_by_epoch({}))
     lines.clear()
@@ -37,11 +42,40 @@ def test_the_best_epoch_is_kept_and_named_and_epoch_zero_is_called_out(
                                     log=lines.append, envs=smoke_envs)
     kept = [line for line in lines if "kept the weights" in line]
     assert len(kept) == 2 and all("began with (epoch 0, success 0.00)" in line for line in kept)
+    assert kept[0].endswith("the weights training ended with (epoch 2, success 0.00) are in checkpoints/task00_last.pt")
     first = torch.load(run_dir / "checkpoints" / "task00_best.pt", weights_only=True)
     second = torch.load(run_dir / "checkpoints" / "task01_best.pt", weights_only=True)
     assert second["epoch"] == 0
     # Stage 2 began from stage 1's kept weights (ER changes no weight at a stage's end), and kept them.
     assert all(torch.equal(second["policy"][k], v) for k, v in first["policy"].items())
+
+
+def test_a_stage_that_keeps_its_last_epoch_saves_no_other_weights(tmp_path, monkeypatch, make_smoke_config, smoke_data,
+                                                                   smoke_envs):
+    """When the last evaluation is the best, the kept file holds the weights training ended with: no *_last.pt, and
+    `evaluate --checkpoint N:last` reads the kept file; a run that saved neither is told so."""
+    from libero_ll.errors import LiberoError
+    from libero_ll.experiments.evaluate import _weights_file
+
+    monkeypatch.setattr(lifelong, "evaluate_tasks", _scores_by_epoch({1: 0.2, 2: 0.5}))
+    lines: list[str] = []
+    run_dir = lifelong.run_lifelong(make_smoke_config(tmp_path, smoke_data, "eval.past_tasks=false"),
+                                    log=lines.append, envs=smoke_envs)
+    assert [line for line in lines if "kept the weights" in line] == [
+        "stage 1: kept the weights of epoch 2 (success 0.50)", "stage 2: kept the weights of epoch 2 (success 0.50)"]
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["task00_best.pt", "task01_best.pt"]
+    names = ["a", "b"]
+    assert _weights_file(run_dir, "2:last", names) == (run_dir / "checkpoints" / "task01_best.pt", [1])
+    # A run that kept an earlier epoch without saving the last (made before the last weights were saved).
+    ckpt = torch.load(run_dir / "checkpoints" / "task00_best.pt", weights_only=True)
+    ckpt["epoch"] = 1
+    torch.save(ckpt, run_dir / "checkpoints" / "task00_best.pt")
+    with pytest.raises(LiberoError, match=r"the stage of task 1 \(a\) kept the weights of epoch 1 .* holds no "
+                                          r"checkpoints/task00_last.pt"):
+        _weights_file(run_dir, "1:last", names)
+    for bad in ("final:last", "latest:last", "3:last", "x:last"):
+        with pytest.raises(LiberoError, match="checkpoint"):
+            _weights_file(run_dir, bad, names)
 
 
 class _LateScores:
@@ -96,7 +130,13 @@ def test_evaluations_alongside_training_keep_the_same_weights(tmp_path, monkeypa
     along = lifelong.run_lifelong(make_smoke_config(tmp_path / "b", smoke_data, *overrides, "eval.overlap=true"),
                                   log=lines.append, envs=smoke_envs)
     assert [line for line in lines if "kept the weights" in line] == [
-        "stage 1: kept the weights of epoch 2 (success 0.50)", "stage 2: kept the weights of epoch 2 (success 0.50)"]
+        f"stage {s}: kept the weights of epoch 2 (success 0.50); the weights training ended with (epoch 4, success "
+        f"0.25) are in checkpoints/task0{s - 1}_last.pt" for s in (1, 2)]
+    # The weights training ended with are those sent for evaluation at epoch 4, the same as without overlap.
+    last = torch.load(along / "checkpoints" / "task00_last.pt", weights_only=True)
+    assert all(torch.equal(v, last["policy"][k]) for k, v in dict(fakes[0].sent)[(0, 4)].items())
+    plain_last = torch.load(plain / "checkpoints" / "task00_last.pt", weights_only=True)
+    assert all(torch.equal(plain_last["policy"][k], v) for k, v in last["policy"].items())
     for name in ("task00_best.pt", "task01_best.pt"):
         a = torch.load(plain / "checkpoints" / name, weights_only=True)
         b = torch.load(along / "checkpoints" / name, weights_only=True)
@@ -136,6 +176,8 @@ def test_a_multitask_stage_records_its_one_kept_epoch_and_measures_no_backward_t
     from libero_ll.data.hdf5 import read_demos
 
     kept = torch.load(run_dir / "checkpoints" / "all_tasks_best.pt", weights_only=True)["policy"]
+    last = torch.load(run_dir / "checkpoints" / "all_tasks_last.pt", weights_only=True)
+    assert last["epoch"] == 2 and last["tasks"] == [0, 1] and abs(last["success"] - 0.55) < 1e-9
     means = [key for key in kept if key.startswith("lowdim_mean_")]
     assert means
     for key in means:
