@@ -267,6 +267,10 @@ def _run_in_workers(units: list[tuple[_Job, int]], workers: int) -> Iterator[dic
                 p.terminate()
         for p in procs:
             p.join()
+        # Units still queued for the stopped workers (a collection stopped by Ctrl-C, SIGTERM or an error) are
+        # dropped: otherwise the queue's feeder thread, blocked on a full pipe that nobody reads any more, kept the
+        # process from exiting. A finished collection has none left.
+        jobs.cancel_join_thread()
         jobs.close()
         results.close()
 
