@@ -162,10 +162,10 @@ def _last_weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tupl
     """The weights that the stage of task N ended its training with ("N:last"): checkpoints/taskNN_last.pt, saved
     when the stage kept an earlier evaluation's weights; the kept file itself when the stage kept its last epoch."""
     number_text = checkpoint[: -len(":last")]
-    kept_path, stage = _weights_file(run_dir, number_text, names)
-    if stage is None:  # "final:last", "latest:last"
+    if number_text in ("final", "latest"):
         raise LiberoError(f"checkpoint {checkpoint!r}: ':last' follows a task number from 1 to {len(names)} "
                           f"(e.g. '1:last')")
+    kept_path, stage = _weights_file(run_dir, number_text, names)
     prefix = kept_path.name[: -len("_best.pt")]
     last = kept_path.with_name(f"{prefix}_last.pt")
     if last.exists():

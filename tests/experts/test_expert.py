@@ -290,10 +290,10 @@ def test_push_waypoints_stay_behind_the_object_and_end_at_the_target():
 
 def test_a_plate_pushed_with_the_hand_pressing_down_a_little_still_slides_to_the_stove_front():
     """A learnt policy pushes the plate at about 2.5 cm a step and presses down by half a millimetre a step
-    (the demos' own mean, which the expert's closed loop corrects). With the plate at friction 1.0 against the
-    table and the fingers that wedged it, and this test fails (from the task's first three fixed starts the same
-    push got the plate 10 to 13 cm along, short of the stove's front). With its glaze's 0.6 governing its
-    contacts it arrives from both starts."""
+    (the demos' own mean, which the expert's closed loop corrects). With the plate at friction 1.0, the fingers
+    wedged it against the table and this test failed (from the task's first three fixed starts the same push got
+    the plate 10 to 13 cm along, short of the stove's front). With its glaze's 0.6 governing its contacts it
+    arrives from both starts checked here."""
     from libero_ll.assets.categories import get_model
     from libero_ll.envs.env import EnvConfig, LiberoEnv
     from libero_ll.experiments.lifelong import suite_tasks
