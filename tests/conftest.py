@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,11 @@ if "LIBERO_LL_CACHE" not in os.environ:
     os.environ["LIBERO_LL_CACHE"] = tempfile.mkdtemp(prefix="libero_ll_test_cache_")
     # Removed when the test run ends (worker processes the tests spawn inherit the variable, not the hook).
     atexit.register(shutil.rmtree, os.environ["LIBERO_LL_CACHE"], ignore_errors=True)
+
+# The tests of Ctrl-C need Python's own SIGINT handler. A shell starts a background job (`make test &`, nohup)
+# with SIGINT ignored, which Python then keeps, as do the processes the tests start; here it is put back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "bddl_tasks" / "quickstart"

@@ -195,6 +195,7 @@ class ParallelEvaluator:
         ctx = mp.get_context("spawn")
         self._conns = []
         self._procs = []
+        self._asked = []  # per worker: messages sent whose answer has not been read
         files = [str(Path(f)) for f in task_files]
         self._num_tasks = len(files)
         for _ in range(workers):
@@ -204,6 +205,7 @@ class ParallelEvaluator:
             child.close()
             self._conns.append(parent)
             self._procs.append(p)
+            self._asked.append(0)
 
     @property
     def workers(self) -> int:
@@ -211,6 +213,7 @@ class ParallelEvaluator:
         return len(self._conns)
 
     def _call(self, w: int, cmd: str, args=None):
+        self._asked[w] += 1  # before the send: one cut short leaves the worker busy with half a message
         self._conns[w].send((cmd, args))
 
     def _send(self, cmd: str, items: list) -> dict[int, list]:
@@ -234,8 +237,10 @@ class ParallelEvaluator:
         try:
             status, value = self._conns[w].recv()
         except EOFError:
+            self._asked[w] = 0  # nothing more comes from it
             self._procs[w].join(timeout=5)  # its exit code is known once it is reaped
             raise LiberoError(f"evaluation worker {w} died (exit code {self._procs[w].exitcode})") from None
+        self._asked[w] -= 1
         if status != "ok":
             raise LiberoError(f"evaluation worker {w} failed: {value}")
         return value
@@ -302,6 +307,7 @@ class ParallelEvaluator:
         if len(dims) > 1:
             raise LiberoError(f"the jobs' task embeddings differ in shape: {sorted(dims)}")
         jobs = [job if job.seed is not None else job._replace(seed=draw_seed()) for job in jobs]
+        self._drain()
         if self._runs_in_workers(policy, recorder):
             return self._rollouts_in_workers(policy, jobs, max_steps, still_steps)
         queue = [(k, i) for k, job in enumerate(jobs) for i in range(job.num_rollouts)]
@@ -416,19 +422,23 @@ class ParallelEvaluator:
 
         for w in range(min(self.workers, len(queue))):
             give(w)
-        try:
-            while running:
-                ready = mp.connection.wait([self._conns[w] for w in running])
-                for w in [w for w in list(running) if self._conns[w] in ready]:
-                    k, i = running.pop(w)
-                    success, steps, final = self._result(w)
-                    done[k][i] = Rollout(i, bool(success), int(steps), final)
-                    if queue:
-                        give(w)
-        finally:
-            # A worker's failure leaves the others' answers in their pipes: read them before going on.
-            self._settle(list(running), quiet=True)
+        # A worker's failure (or Ctrl-C) leaves the others' rollouts running: the next call reads what they owe
+        # before it starts (`_drain`), and `close` terminates them.
+        while running:
+            ready = mp.connection.wait([self._conns[w] for w in running])
+            for w in [w for w in list(running) if self._conns[w] in ready]:
+                k, i = running.pop(w)
+                success, steps, final = self._result(w)
+                done[k][i] = Rollout(i, bool(success), int(steps), final)
+                if queue:
+                    give(w)
         return [[d[i] for i in range(job.num_rollouts)] for d, job in zip(done, jobs)]
+
+    def _drain(self) -> None:
+        """Read the answers the workers still owe from a call cut short (a worker's failure, Ctrl-C), so that
+        this call reads its own."""
+        while any(self._asked):
+            self._settle([w for w in range(self.workers) if self._asked[w]], quiet=True)
 
     def _settle(self, workers, quiet: bool = False) -> None:
         """Read one answer from each of `workers`; the first failure is raised after all are read, unless
@@ -483,20 +493,25 @@ class ParallelEvaluator:
         return [success_rate(r) for r in self.rollouts_many(policy, jobs, max_steps, still_steps)]
 
     def close(self) -> None:
-        """Stop the workers (their environments are closed first)."""
-        for conn in self._conns:
-            try:
-                conn.send(("close", None))
-            except (BrokenPipeError, OSError):
-                pass
-        for p in self._procs:
+        """Stop the workers. A worker with nothing asked of it closes its environments and exits; one still at
+        work on what it was asked (an evaluation stopped by Ctrl-C, SIGTERM or an error) is terminated at once
+        rather than waited for: a rollout may run for a minute."""
+        for w, conn in enumerate(self._conns):
+            if not self._asked[w]:
+                try:
+                    conn.send(("close", None))
+                except (BrokenPipeError, OSError):
+                    pass
+        for w, p in enumerate(self._procs):
+            if self._asked[w]:
+                p.terminate()
             p.join(timeout=10)
             if p.is_alive():
-                p.terminate()
+                p.kill()
                 p.join()
         for conn in self._conns:
             conn.close()
-        self._conns, self._procs = [], []
+        self._conns, self._procs, self._asked = [], [], []
 
     def __enter__(self) -> ParallelEvaluator:
         return self

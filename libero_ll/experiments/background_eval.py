@@ -12,6 +12,7 @@ training already takes, the two only share them.
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 import time
 import traceback
 from contextlib import nullcontext
@@ -35,29 +36,29 @@ class _AnyTask:
 def _serve(conn, cfg: dict, task_files: list[str], env_cfg, policy_name: str, policy_cfg: dict,
            shape_meta: dict, init_states: list, embs, device: str, workers: int, envs_per_worker: int) -> None:
     """The evaluation process: build the policy and the environments, then answer jobs until told to stop
-    (or until the training process is gone)."""
-    import torch
-    from omegaconf import OmegaConf
-
-    from libero_ll.envs.pool import EnvPool
-    from libero_ll.experiments.lifelong import evaluate_tasks
-    from libero_ll.policies import make_policy
-
-    torch.set_num_threads(1)  # the simulator needs the cores, as in an evaluation in the training process
-    from libero_ll.experiments.plugins import import_plugins
-
-    import_plugins(cfg.get("plugins"))  # a policy of the run's own code is built here by name too
-    cfg = OmegaConf.create(cfg)
-    policy = make_policy(policy_name, policy_cfg, shape_meta).to(torch.device(device))
-    evaluator = None
-    if workers > 1:
-        from libero_ll.evaluation.vector_eval import ParallelEvaluator
-
-        evaluator = ParallelEvaluator(task_files, env_cfg, workers, envs_per_worker)
-
-    # Each task's environment, built when a rollout first needs it (without workers only).
-    envs = EnvPool(task_files, env_cfg)
+    (or until the training process is gone). SIGTERM (the training process stopping it in mid-job) is taken as
+    Ctrl-C: its environment workers are stopped too rather than left to finish their rollouts."""
+    signal.signal(signal.SIGTERM, _as_ctrl_c)
+    evaluator = envs = None
     try:
+        import torch
+        from omegaconf import OmegaConf
+
+        from libero_ll.envs.pool import EnvPool
+        from libero_ll.experiments.lifelong import evaluate_tasks
+        from libero_ll.experiments.plugins import import_plugins
+        from libero_ll.policies import make_policy
+
+        torch.set_num_threads(1)  # the simulator needs the cores, as in an evaluation in the training process
+        import_plugins(cfg.get("plugins"))  # a policy of the run's own code is built here by name too
+        cfg = OmegaConf.create(cfg)
+        policy = make_policy(policy_name, policy_cfg, shape_meta).to(torch.device(device))
+        if workers > 1:
+            from libero_ll.evaluation.vector_eval import ParallelEvaluator
+
+            evaluator = ParallelEvaluator(task_files, env_cfg, workers, envs_per_worker)
+        # Each task's environment, built when a rollout first needs it (without workers only).
+        envs = EnvPool(task_files, env_cfg)
         while True:
             try:
                 msg = conn.recv()
@@ -81,8 +82,13 @@ def _serve(conn, cfg: dict, task_files: list[str], env_cfg, policy_name: str, po
         pass  # Ctrl-C reaches this process too; the training process stops the run
     finally:
         if evaluator is not None:
-            evaluator.close()
-        envs.close()
+            evaluator.close()  # workers still in a rollout are terminated
+        if envs is not None:
+            envs.close()
+
+
+def _as_ctrl_c(signum, frame):
+    raise KeyboardInterrupt
 
 
 class BackgroundEvaluator:
@@ -113,6 +119,7 @@ class BackgroundEvaluator:
         self._proc.start()
         child.close()
         self._next = 0
+        self._out: set[int] = set()  # tickets sent whose scores (or error) have not arrived
         self._results: dict[int, list[float]] = {}  # scores in, not yet taken
         self.seconds = 0.0  # time the evaluation process spent on jobs
 
@@ -121,6 +128,7 @@ class BackgroundEvaluator:
         `when`; returns its ticket."""
         ticket, self._next = self._next, self._next + 1
         cpu = {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
+        self._out.add(ticket)
         try:
             self._conn.send(("eval", ticket, list(tasks), tuple(when), cpu))
         except (BrokenPipeError, OSError):
@@ -149,6 +157,7 @@ class BackgroundEvaluator:
         except (EOFError, OSError):
             self._gone()
         self.seconds += seconds
+        self._out.discard(ticket)
         if kind == "error":
             raise LiberoError(f"the evaluation alongside training failed: {payload}")
         self._results[ticket] = payload
@@ -158,14 +167,21 @@ class BackgroundEvaluator:
         raise LiberoError(f"the evaluation process alongside training stopped (exit code {self._proc.exitcode})")
 
     def close(self) -> None:
-        """Stop the evaluation process and its workers."""
-        try:
-            self._conn.send(("close",))
-        except (BrokenPipeError, OSError):
-            pass
-        # An evaluation still out is not waited for (the run stopped, or every score is in).
+        """Stop the evaluation process and its workers. With no job out it is told to and closes its
+        environments; with one out (the run stopped: nobody waits for its scores any more) it is terminated at
+        once, and it terminates its workers in turn, rather than finishing rollouts that may run for minutes."""
+        if self._out:
+            self._proc.terminate()
+        else:
+            try:
+                self._conn.send(("close",))
+            except (BrokenPipeError, OSError):
+                pass
         self._proc.join(timeout=10)
         if self._proc.is_alive():
             self._proc.terminate()
             self._proc.join(timeout=10)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
         self._conn.close()

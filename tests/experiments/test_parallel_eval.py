@@ -176,20 +176,26 @@ def test_bad_rollout_jobs_are_clear_errors(pool):
             pool.rollouts_many(ReachPolicy(), jobs, max_steps=4)
 
 
-def _tiny_policy(env, deterministic: bool):
-    """A small ResNet-T with random weights for the smoke tasks' observations and 4-number task embeddings."""
-    import torch
-
-    from libero_ll.policies import make_policy
-
+def _tiny_policy_spec(env, deterministic: bool) -> tuple[dict, dict]:
+    """The config and shapes of a small ResNet-T for the smoke tasks' observations and 4-number embeddings."""
     obs = env.reset(seed=0)
     size = obs["agentview_rgb"].shape[0]
     shape_meta = {"image_shape": (size, size, 3), "action_dim": 7, "task_emb_dim": 4,
                   "lowdim": {k: int(obs[k].shape[0]) for k in ("joint_states", "gripper_states", "ee_states")}}
-    torch.manual_seed(0)
     cfg = dict(embed_size=16, encoder_width=8, encoder_blocks=1, extra_embedding_size=8, language_proj_size=8,
                transformer_layers=1, heads=2, head_size=8, mlp_size=16, gmm_hidden=[32], seq_len=3,
                action_chunk=2, deterministic_eval=deterministic)
+    return cfg, shape_meta
+
+
+def _tiny_policy(env, deterministic: bool):
+    """A small ResNet-T with random weights (`_tiny_policy_spec`)."""
+    import torch
+
+    from libero_ll.policies import make_policy
+
+    cfg, shape_meta = _tiny_policy_spec(env, deterministic)
+    torch.manual_seed(0)
     return make_policy("resnet_t", cfg, shape_meta).eval()
 
 
@@ -276,6 +282,137 @@ def test_a_failing_rollout_in_a_worker_is_a_clear_error_and_the_pool_goes_on(poo
     states = env.sample_init_states(1, seed=2)
     _same(pool.rollouts(policy, 0, states, np.zeros(4, np.float32), 1, 5),
           run_rollouts(policy, env, states, np.zeros(4, np.float32), 1, 5))
+
+
+def _ctrl_c_once_rollouts_run(monkeypatch):
+    """Ctrl-C in this process as soon as it waits for rollouts running in the workers (it comes in that wait)."""
+    from libero_ll.evaluation import vector_eval
+
+    wait = vector_eval.mp.connection.wait
+
+    def interrupted(*args, **kwargs):
+        monkeypatch.setattr(vector_eval.mp.connection, "wait", wait)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(vector_eval.mp.connection, "wait", interrupted)
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has exited (gone, or a zombie nobody has reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _wait_gone(pids: list[int], seconds: float) -> list[int]:
+    """The processes of `pids` still running after up to `seconds`."""
+    import time
+
+    deadline = time.time() + seconds
+    while time.time() < deadline and not all(_gone(p) for p in pids):
+        time.sleep(0.1)
+    return [p for p in pids if not _gone(p)]
+
+
+def test_ctrl_c_during_rollouts_stops_the_workers_at_once(make_smoke_config, smoke_envs, tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM, which a run takes as Ctrl-C) while the workers roll out: the evaluator is closed at
+    once, its workers terminated in their rollouts. Before, the evaluator waited for every rollout in flight to
+    end and then 10 s more for each worker: a run stopped in an evaluation took 10 s or more to exit."""
+    import time
+
+    cfg = make_smoke_config(tmp_path, Path("unused"))
+    tasks = suite_tasks(cfg.suite, list(cfg.tasks))
+    env_cfg = EnvConfig(image_size=int(cfg.env.image_size), robot_mesh=str(cfg.env.robot_mesh), max_steps=4000)
+    policy = _tiny_policy(smoke_envs[0], deterministic=True)
+    states = smoke_envs[0].sample_init_states(2, seed=3)
+    emb = np.zeros(4, np.float32)
+    p = ParallelEvaluator(tasks, env_cfg, workers=2)
+    try:
+        p.rollouts(policy, 0, states, emb, 2, 2)  # the workers are up, the policy with them
+        pids = [proc.pid for proc in p._procs]
+        _ctrl_c_once_rollouts_run(monkeypatch)
+        t0 = time.time()
+        with pytest.raises(KeyboardInterrupt):
+            p.rollouts(policy, 0, states, emb, 2, 4000)  # minutes each
+    finally:
+        p.close()
+    assert time.time() - t0 < 5.0, f"the stop and the close took {time.time() - t0:.1f} s"
+    assert _wait_gone(pids, 2.0) == []
+
+
+def test_an_evaluator_stopped_in_mid_rollout_gives_the_next_call_its_own_rollouts(pool, smoke_envs, monkeypatch):
+    """What the workers still owed from the stopped call is read before the next call starts: its answers are
+    its own."""
+    import torch
+
+    env = smoke_envs[1]
+    states = env.sample_init_states(2, seed=3)
+    emb = np.array([0.3, -0.2, 0.1, 0.5], np.float32)
+    policy = _tiny_policy(env, deterministic=True)
+    _ctrl_c_once_rollouts_run(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        pool.rollouts(policy, 0, smoke_envs[0].sample_init_states(2, seed=4), emb, 2, 40)
+    assert any(pool._asked)  # the rollouts of the stopped call were still running
+    with torch.no_grad():
+        serial = run_rollouts(policy, env, states, emb, 3, 12)
+    _same(pool.rollouts(policy, 1, states, emb, 3, 12), serial)
+
+
+def test_a_run_stopped_while_evaluating_alongside_stops_the_evaluation_and_its_workers(make_smoke_config, smoke_envs,
+                                                                                      tmp_path):
+    """Closing the evaluation process alongside training (eval.overlap) while it rolls out: it is terminated at
+    once and terminates its own workers. Before, it was waited for 10 s and then terminated alone, its workers
+    left to run their rollouts to the end with nobody reading them."""
+    import time
+
+    from omegaconf import OmegaConf
+
+    from libero_ll.experiments.background_eval import BackgroundEvaluator
+    from libero_ll.policies import make_policy
+
+    cfg = make_smoke_config(tmp_path, Path("unused"), "eval.rollouts=4", "eval.max_steps=4000", "eval.still_steps=0")
+    tasks = suite_tasks(cfg.suite, list(cfg.tasks))
+    env_cfg = EnvConfig(image_size=int(cfg.env.image_size), robot_mesh=str(cfg.env.robot_mesh), max_steps=4000)
+    policy_cfg, shape_meta = _tiny_policy_spec(smoke_envs[0], deterministic=True)
+    state = make_policy("resnet_t", policy_cfg, shape_meta).state_dict()
+    init_states = [env.sample_init_states(2, seed=3) for env in smoke_envs]
+    background = BackgroundEvaluator(OmegaConf.to_container(cfg, resolve=True), tasks, env_cfg, "resnet_t",
+                                     policy_cfg, shape_meta, init_states, np.zeros((2, 4), np.float32), "cpu",
+                                     workers=2, envs_per_worker=1)
+    try:
+        background.submit([0], (0,), state)
+        # Wait for the evaluation process's two workers, then for their rollouts to start.
+        deadline = time.time() + 120
+        while len(workers := _descendants(background._proc.pid)) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        assert len(workers) >= 2 and not background.done(0)
+        time.sleep(3)
+        assert not background.done(0)
+    finally:
+        t0 = time.time()
+        background.close()
+    assert time.time() - t0 < 5.0, f"the close took {time.time() - t0:.1f} s"
+    assert _gone(background._proc.pid)
+    assert _wait_gone(workers, 3.0) == []
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every running process below `pid` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
 
 
 class StillPolicy(ReachPolicy):
