@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -215,36 +216,30 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    schema = OmegaConf.structured(ExperimentConfig)
-    # The file's layers and the overrides are merged one at a time, so that an error names where the bad
-    # value came from.
-    cfg = schema
+    schema = _schema()
     layers = _read_layers(Path(path)) if path else []
     for file, layer in layers:
-        where = _file_label(file, path)
         problem = _shape_problem(schema, layer)
         if problem:
-            raise LiberoError(f"{where}: {_shape_in_file(problem.replace('{value}', 'VALUE'))}")
-        try:
-            cfg = OmegaConf.merge(cfg, layer)
-        except OmegaConfBaseException as e:
-            key = getattr(e, "full_key", None)
-            raise LiberoError(f"{where}: {key + ': ' if key else ''}{first_line(e)}") from None
+            raise LiberoError(f"{_file_label(file, path)}: {_shape_in_file(problem.replace('{value}', 'VALUE'))}")
     sources = [(_file_label(file, path), layer) for file, layer in layers]
+    cfg = _merged(schema, sources)
+    given = []
     for override in overrides or []:
         try:
             layer = _read_override(override)
-            problem = _shape_problem(schema, layer)
-            if problem:
-                value = str(override).partition("=")[2].strip() or "VALUE"
-                raise LiberoError(f"override {override}: {problem.replace('{value}', value)}")
-            cfg = OmegaConf.merge(cfg, layer)
         except OmegaConfBaseException as e:
             key = getattr(e, "full_key", None)
             raise LiberoError(f"override {key + ': ' if key else ''}{first_line(e)}") from None
         except ValueError as e:
             raise LiberoError(f"bad override {override!r}: {e}") from None
-        sources.append((f"override {override}", layer))
+        problem = _shape_problem(schema, layer)
+        if problem:
+            value = str(override).partition("=")[2].strip() or "VALUE"
+            raise LiberoError(f"override {override}: {problem.replace('{value}', value)}")
+        given.append((f"override {override}", layer))
+    cfg = _merged(cfg, given)
+    sources += given
     _check_values(cfg, sources)
     from libero_ll.experiments.plugins import import_plugins
 
@@ -253,6 +248,35 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         import_plugins(plugins, where=f"{_source(sources, 'plugins')}plugins",
                        started_in=_run_started_in(Path(path)) if path else None)
     return cfg
+
+
+def _merged(base, sources: list):
+    """`base` with the layers of `sources` ((where, layer) pairs) merged in, in order; a LiberoError that names
+    where a value that does not fit came from (a file, or `override KEY`)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return OmegaConf.merge(base, *(layer for _, layer in sources))
+    except OmegaConfBaseException as merged:
+        # One at a time instead, to find the layer the bad value came from.
+        cfg = base
+        for where, layer in sources:
+            try:
+                cfg = OmegaConf.merge(cfg, layer)
+            except OmegaConfBaseException as e:
+                key = getattr(e, "full_key", None)
+                label = "override " if where.startswith("override ") else f"{where}: "
+                raise LiberoError(f"{label}{key + ': ' if key else ''}{first_line(e)}") from None
+        raise LiberoError(f"config: {first_line(merged)}") from None
+
+
+@functools.cache
+def _schema():
+    """ExperimentConfig as an OmegaConf schema, built once (merges copy it, never change it)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.structured(ExperimentConfig)
 
 
 def _run_started_in(path: Path) -> str | None:

@@ -743,10 +743,27 @@ def _connect(ray, address: str, init: dict) -> None:
                 f"--address {address}: no Ray cluster answers there ({e.strerror or e}); start one with "
                 f"`ray start --head` and give the address it prints"
             ) from None
+        if not address.startswith("ray://"):
+            _check_token(address)
     try:
         ray.init(address=address, **init)
     except Exception as e:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ... wrapped in each other
         raise LiberoError(_connect_error(address, e)) from None
+
+
+def _check_token(address: str) -> None:
+    """Ask the cluster at `address` once whether it takes this process's token, as `ray status` does: `ray.init`
+    retries a refused token for 20 s, a warning a second, before it fails. Anything else the question meets
+    is left for `ray.init` to meet and report."""
+    try:
+        from ray._raylet import GcsClient
+    except ImportError:
+        return
+    try:
+        GcsClient(address=address)
+    except Exception as e:  # noqa: BLE001 - only a refused token is this check's to report
+        if type(e).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(e):
+            raise LiberoError(_connect_error(address, e)) from None
 
 
 def _connect_error(address: str, e: BaseException) -> str:

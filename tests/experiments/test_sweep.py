@@ -535,6 +535,8 @@ def test_a_sweep_runs_on_a_ray_cluster_given_by_address(tmp_path, smoke_data, ra
                               env=env, capture_output=True, text=True, timeout=300)
     assert no_token.returncode == 2 and "RAY_AUTH_MODE=token" in no_token.stderr, no_token.stderr[-2000:]
     assert "Traceback" not in no_token.stderr
+    # Asked once, not for 20 s with a warning a second (Ray's own connect).
+    assert no_token.stderr.count("InvalidAuthToken") <= 2, no_token.stderr[-2000:]
 
     done = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", address), cwd=tmp_path,
                           env={**env, **token}, capture_output=True, text=True, timeout=600)
