@@ -108,6 +108,8 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
                     conn.send(("ok", out))
                 else:
                     conn.send(("error", f"unknown command {cmd!r}"))
+            except LiberoError as e:  # a message for the user: it is said as it is
+                conn.send(("error", str(e)))
             except Exception as e:  # noqa: BLE001 - reported to the main process, which raises it
                 conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
     except (EOFError, KeyboardInterrupt):

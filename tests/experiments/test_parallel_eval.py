@@ -415,6 +415,18 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
+def test_a_failing_rollout_in_lock_step_leaves_the_next_call_its_own_answers(pool, smoke_envs):
+    """Stepped in lock-step (a policy that is not a BasePolicy, or --video), a worker's failure used to leave the
+    other worker's answer unread, and the next call took it for its own: observations of the failed call."""
+    env = smoke_envs[0]
+    emb = np.zeros(4, np.float32)
+    with pytest.raises(LiberoError, match="evaluation worker .* failed: state has 5 numbers") as caught:
+        pool.rollouts(ReachPolicy(), 0, np.zeros((1, 5)), emb, 3, 5)
+    assert "Traceback" not in str(caught.value)  # a worker's LiberoError is said as it is
+    states = env.sample_init_states(1, seed=2)
+    _same(pool.rollouts(ReachPolicy(), 0, states, emb, 2, 5), run_rollouts(ReachPolicy(), env, states, emb, 2, 5))
+
+
 class StillPolicy(ReachPolicy):
     """Keeps the hand where it is."""
 
