@@ -79,3 +79,27 @@ def smoke_envs(tmp_path_factory):
     yield envs
     for e in envs:
         e.close()
+
+
+def descendants_of(pid: int) -> list[int]:
+    """Every running process below `pid` (from /proc; zombies left out), deepest last."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+@pytest.fixture(scope="session")
+def descendants():
+    """`descendants_of`, for the tests (test modules here are not a package, so they cannot import it)."""
+    return descendants_of

@@ -360,7 +360,7 @@ def test_an_evaluator_stopped_in_mid_rollout_gives_the_next_call_its_own_rollout
 
 
 def test_a_run_stopped_while_evaluating_alongside_stops_the_evaluation_and_its_workers(make_smoke_config, smoke_envs,
-                                                                                      tmp_path):
+                                                                                      descendants, tmp_path):
     """Closing the evaluation process alongside training (eval.overlap) while it rolls out: it is terminated at
     once and terminates its own workers. Before, it was waited for 10 s and then terminated alone, its workers
     left to run their rollouts to the end with nobody reading them."""
@@ -384,7 +384,7 @@ def test_a_run_stopped_while_evaluating_alongside_stops_the_evaluation_and_its_w
         background.submit([0], (0,), state)
         # Wait for the evaluation process's two workers, then for their rollouts to start.
         deadline = time.time() + 120
-        while len(workers := _descendants(background._proc.pid)) < 2 and time.time() < deadline:
+        while len(workers := descendants(background._proc.pid)) < 2 and time.time() < deadline:
             time.sleep(0.2)
         assert len(workers) >= 2 and not background.done(0)
         time.sleep(3)
@@ -395,24 +395,6 @@ def test_a_run_stopped_while_evaluating_alongside_stops_the_evaluation_and_its_w
     assert time.time() - t0 < 5.0, f"the close took {time.time() - t0:.1f} s"
     assert _gone(background._proc.pid)
     assert _wait_gone(workers, 3.0) == []
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every running process below `pid` (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
 
 
 def test_a_failing_rollout_in_lock_step_leaves_the_next_call_its_own_answers(pool, smoke_envs):

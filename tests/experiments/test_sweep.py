@@ -454,25 +454,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process below `pid` (from /proc), deepest last."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
 @pytest.fixture
-def ray_cluster(tmp_path):
+def ray_cluster(tmp_path, descendants):
     """A Ray cluster of the test's own (`ray start --head` with 3 CPUs and token authentication with a token
     of its own), killed with every process it started at the end; `ray stop` would stop every Ray on the
     machine. Yields its address and the environment a driver needs to connect."""
@@ -506,7 +489,7 @@ def ray_cluster(tmp_path):
                 time.sleep(0.5)
         yield f"127.0.0.1:{port}", token
     finally:
-        for pid in [head.pid, *_descendants(head.pid)]:
+        for pid in [head.pid, *descendants(head.pid)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         head.wait()
