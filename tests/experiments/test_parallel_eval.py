@@ -316,8 +316,8 @@ def _wait_gone(pids: list[int], seconds: float) -> list[int]:
 
 
 def test_ctrl_c_during_rollouts_stops_the_workers_at_once(make_smoke_config, smoke_envs, tmp_path, monkeypatch):
-    """Ctrl-C (or SIGTERM, which a run takes as Ctrl-C) while the workers roll out: the evaluator is closed at
-    once, its workers terminated in their rollouts. Before, the evaluator waited for every rollout in flight to
+    """Ctrl-C (or SIGTERM, which a run takes as Ctrl-C) while a worker rolls out: the evaluator is closed at
+    once, the worker terminated in its rollout. Before, the evaluator waited for every rollout in flight to
     end and then 10 s more for each worker: a run stopped in an evaluation took 10 s or more to exit."""
     import time
 
@@ -327,9 +327,9 @@ def test_ctrl_c_during_rollouts_stops_the_workers_at_once(make_smoke_config, smo
     policy = _tiny_policy(smoke_envs[0], deterministic=True)
     states = smoke_envs[0].sample_init_states(2, seed=3)
     emb = np.zeros(4, np.float32)
-    p = ParallelEvaluator(tasks, env_cfg, workers=2)
+    p = ParallelEvaluator(tasks, env_cfg, workers=1)
     try:
-        p.rollouts(policy, 0, states, emb, 2, 2)  # the workers are up, the policy with them
+        p.rollouts(policy, 0, states, emb, 1, 2)  # the worker is up, the policy with it
         pids = [proc.pid for proc in p._procs]
         _ctrl_c_once_rollouts_run(monkeypatch)
         t0 = time.time()
