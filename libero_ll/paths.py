@@ -23,8 +23,9 @@ def file_in_the_way(folder: str | os.PathLike) -> Path | None:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same folder, renamed into place: the path holds
-    its old or its new contents, never a part. The folders it needs are made."""
+    """Write `data` to `path` through a temporary file in the same folder, flushed to disk and renamed into
+    place: the path holds its old or its new contents, never a part, even after a crash of the machine. The
+    folders it needs are made. The file is readable by all (0644), like any other file a command writes."""
     import tempfile
 
     path = Path(path)
@@ -34,6 +35,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o644)
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -14,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from libero_ll.errors import LiberoError
+from libero_ll.paths import atomic_write_bytes
 
 FORMAT = "libero_ll.success_tensor"
 # Version 2 adds kept_epochs; files of version 1 read with none recorded.
@@ -171,19 +171,7 @@ class SuccessTensor:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the tensor as JSON to ``path`` atomically (temporary file, then rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.to_dict(), indent=1, allow_nan=False)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(path, json.dumps(self.to_dict(), indent=1, allow_nan=False).encode("utf-8"))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> SuccessTensor:

@@ -4,9 +4,9 @@ RUN_DIR/resources.json (read by the metrics code for MS, SSS and CE)."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
+
+from libero_ll.paths import atomic_write_bytes
 
 VERSION = 1
 
@@ -54,19 +54,7 @@ def write_resources(path: Path, entries: list[dict], memory_is_samples: bool | N
     forward MACs per window × windows × 3 for forward and backward), data_bytes and data_windows (the
     task's training data: bytes of its demos' arrays, windows in one epoch of them).
     """
-    path = Path(path)
     data = {"version": VERSION, "tasks": entries}
     if memory_is_samples is not None:
         data["memory_is_samples"] = bool(memory_is_samples)
-    text = json.dumps(data, indent=1)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp creates it private; results are meant to be read by others
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, json.dumps(data, indent=1).encode("utf-8"))

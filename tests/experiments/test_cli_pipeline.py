@@ -49,6 +49,10 @@ def test_train_smoke_writes_run_and_metrics(tmp_path, capsys):
     assert len(m["matrix"]) == 2 and m["matrix"][0][1] is None
     assert 0.0 <= m["fwt"] <= 1.0 and 0.0 <= m["auc"] <= 1.0
     assert np.isfinite(m["nbt"])
+    # Every file of the run and of its demos is readable by others, as results meant to be shared are (success.json
+    # was written private, 0600, by its temporary file).
+    private = [p for p in [*run_dir.rglob("*"), *data.rglob("*")] if p.is_file() and p.stat().st_mode & 0o044 != 0o044]
+    assert private == []
 
 
 def test_unknown_config_key_is_named(capsys):
