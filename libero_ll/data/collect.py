@@ -25,6 +25,7 @@ import numpy as np
 from libero_ll.data.hdf5 import Demo, DemoWriter, new_record, read_info, record_step
 from libero_ll.envs.env import EnvConfig, LiberoEnv, load_task
 from libero_ll.errors import LiberoError
+from libero_ll.processes import not_in_a_worker_starting, spawn_context
 from libero_ll.experts.expert import EXPERT_VERSION, ScriptedExpert
 
 # The expert's episode cap, policy steps: the evaluation cap of the paper's protocol. Over 20 starts of each
@@ -230,10 +231,9 @@ def _worker_main(jobs, results) -> None:
 
 def _run_in_workers(units: list[tuple[_Job, int]], workers: int) -> Iterator[dict]:
     """Settle units in `workers` spawned processes, yielding results as they come (in any order)."""
-    import multiprocessing as mp
     import queue
 
-    ctx = mp.get_context("spawn")
+    ctx = spawn_context()
     jobs, results = ctx.Queue(), ctx.Queue()
     for unit in units:
         jobs.put(unit)
@@ -538,6 +538,7 @@ def collect(
             other settings. What was settled before an error or interruption stays on disk; a partial
             folder that settled nothing is removed, with the folders above it that the call made.
     """
+    not_in_a_worker_starting()
     for what, value in (("demos", num_demos), ("workers", workers), ("max attempts", max_attempts),
                         ("max steps", max_steps)):
         if int(value) < 1:

@@ -29,6 +29,7 @@ import numpy as np
 
 from libero_ll.data.hdf5 import Demo, DemoWriter, demo_names, iter_demos, new_record, read_info, record_step
 from libero_ll.errors import LiberoError
+from libero_ll.processes import spawn_context
 
 # What a change here makes different: a file of another version is made again.
 CORRECTIONS_VERSION = "displaced-object corrections 3"
@@ -272,13 +273,12 @@ def ensure_corrections(
     now and None when it was current already.
     """
     import concurrent.futures as cf
-    import multiprocessing as mp
 
     todo = [i for i, p in enumerate(demo_paths) if not is_current(p, settings)]
     out: list[tuple[Path, int, int] | None] = [None] * len(demo_paths)
     if not todo:
         return out
-    ctx = mp.get_context("spawn")
+    ctx = spawn_context()
     with cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=ctx) as pool:
         futures = {pool.submit(_make_one, (str(demo_paths[i]), settings)): i for i in todo}
         for f in cf.as_completed(futures):

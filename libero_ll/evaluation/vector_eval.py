@@ -42,6 +42,7 @@ from libero_ll.evaluation.rollout import (
     rollout_stream,
     success_rate,
 )
+from libero_ll.processes import spawn_context
 
 
 def _worker(conn, task_files: list[str], env_cfg) -> None:
@@ -194,7 +195,7 @@ class ParallelEvaluator:
             raise LiberoError(f"eval.envs_per_worker must be at least 1, got {envs_per_worker}")
         self.envs_per_worker = int(envs_per_worker)
         self.policy_in_workers = bool(policy_in_workers)
-        ctx = mp.get_context("spawn")
+        ctx = spawn_context()
         self._conns = []
         self._procs = []
         self._asked = []  # per worker: messages sent whose answer has not been read
@@ -216,7 +217,16 @@ class ParallelEvaluator:
 
     def _call(self, w: int, cmd: str, args=None):
         self._asked[w] += 1  # before the send: one cut short leaves the worker busy with half a message
-        self._conns[w].send((cmd, args))
+        try:
+            self._conns[w].send((cmd, args))
+        except (BrokenPipeError, ConnectionResetError):
+            self._died(w)
+
+    def _died(self, w: int):
+        """Raise the LiberoError of worker `w` gone (its pipe closed): nothing more comes from it."""
+        self._asked[w] = 0
+        self._procs[w].join(timeout=5)  # its exit code is known once it is reaped
+        raise LiberoError(f"evaluation worker {w} died (exit code {self._procs[w].exitcode})") from None
 
     def _send(self, cmd: str, items: list) -> dict[int, list]:
         """Send each worker its share of `items` ((slot, *args) tuples; slot s is worker s % workers's) in
@@ -239,9 +249,7 @@ class ParallelEvaluator:
         try:
             status, value = self._conns[w].recv()
         except EOFError:
-            self._asked[w] = 0  # nothing more comes from it
-            self._procs[w].join(timeout=5)  # its exit code is known once it is reaped
-            raise LiberoError(f"evaluation worker {w} died (exit code {self._procs[w].exitcode})") from None
+            self._died(w)
         self._asked[w] -= 1
         if status != "ok":
             raise LiberoError(f"evaluation worker {w} failed: {value}")

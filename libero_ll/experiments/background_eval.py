@@ -11,13 +11,13 @@ training already takes, the two only share them.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import signal
 import time
 import traceback
 from contextlib import nullcontext
 
 from libero_ll.errors import LiberoError
+from libero_ll.processes import spawn_context
 
 
 class _AnyTask:
@@ -108,7 +108,7 @@ class BackgroundEvaluator:
 
     def __init__(self, cfg: dict, task_files: list, env_cfg, policy_name: str, policy_cfg: dict, shape_meta: dict,
                  init_states: list, embs, device: str, workers: int, envs_per_worker: int):
-        ctx = mp.get_context("spawn")
+        ctx = spawn_context()
         self._conn, child = ctx.Pipe()
         # Not a daemon: it starts environment workers of its own. It ends when this process closes the pipe.
         self._proc = ctx.Process(
@@ -164,7 +164,8 @@ class BackgroundEvaluator:
 
     def _gone(self):
         self._proc.join(timeout=5)
-        raise LiberoError(f"the evaluation process alongside training stopped (exit code {self._proc.exitcode})")
+        raise LiberoError(
+            f"the evaluation process alongside training stopped (exit code {self._proc.exitcode})") from None
 
     def close(self) -> None:
         """Stop the evaluation process and its workers. With no job out it is told to and closes its

@@ -23,6 +23,7 @@ from libero_ll.data.hdf5 import LOWDIM_SIZES, task_demo_file
 from libero_ll.envs.render import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 from libero_ll.paths import file_in_the_way, holds_a_path
+from libero_ll.processes import not_in_a_worker_starting
 from libero_ll.signals import interrupts_held
 from libero_ll.experiments.checkpoint import (
     FINAL_POLICY,
@@ -181,6 +182,7 @@ def run_lifelong(cfg, log: Callable[[str], None] = print, resume: str | Path | N
         KeyboardInterrupt: Ctrl-C (or what a caller raises in its place), with the run directory as its
             `run_dir` attribute once the call has taken one, for the caller to say what is kept there.
     """
+    not_in_a_worker_starting()
     taken: list[Path] = []  # the run directory, once this call has taken it
 
     with contextlib.ExitStack() as held:

@@ -437,3 +437,47 @@ def test_bad_worker_count_is_an_error(make_smoke_config, tmp_path):
         check_components(make_smoke_config(tmp_path, tmp_path, "eval.workers=-1"))
     with pytest.raises(LiberoError, match="data.collect_workers"):
         check_components(make_smoke_config(tmp_path, tmp_path, "data.collect_workers=-1"))
+
+
+def test_a_script_without_a_main_guard_is_told_what_to_change(tmp_path):
+    """A worker imports the script that started it again: without a main guard it started workers of its own,
+    and Python refused that with a traceback. The worker now says in one line what to change; its parent says
+    that it is gone."""
+    import subprocess
+    import sys
+
+    task = suite_tasks("quickstart", ["put_the_black_bowl_on_the_plate"])[0]
+    script = tmp_path / "unguarded.py"
+    script.write_text(f"""
+import numpy as np
+from libero_ll.envs.env import EnvConfig
+from libero_ll.evaluation.vector_eval import ParallelEvaluator
+evaluator = ParallelEvaluator([{str(task)!r}], EnvConfig(image_size=16, robot_mesh="collision"), 1)
+try:
+    evaluator.evaluate(lambda obs, emb: np.zeros((1, 7)), 0, np.zeros((1, 1)), np.zeros(4), 1, max_steps=2)
+finally:
+    evaluator.close()
+""")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 1, out
+    err = out.stderr
+    assert ("libero-ll: a script that collects demos, trains or evaluates with worker processes must start its work "
+            "under `if __name__ == '__main__':`") in err, err
+    assert "LiberoError: evaluation worker 0 died (exit code 1)" in err, err
+    assert "RuntimeError" not in err and "bootstrapping" not in err, err
+
+
+def test_a_worker_importing_an_unguarded_script_neither_trains_nor_collects(make_smoke_config, tmp_path, monkeypatch):
+    """Such a worker ran the script's training (a run directory of its own, its demos collected) on its way to
+    starting workers; it now stops before any of that."""
+    import multiprocessing as mp
+
+    from libero_ll.data.collect import collect
+
+    monkeypatch.setattr(mp.current_process(), "_inheriting", True, raising=False)
+    cfg = make_smoke_config(tmp_path, tmp_path / "data")
+    for work in (lambda: run_lifelong(cfg, log=lambda s: None),
+                 lambda: collect([(suite_tasks(cfg.suite, list(cfg.tasks))[0], tmp_path / "data" / "a.hdf5")], 1)):
+        with pytest.raises(SystemExit, match="must start its work under `if __name__ == '__main__':`"):
+            work()
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "data").exists()
