@@ -33,6 +33,7 @@ from libero_ll.experiments.lifelong import (
     write_json,
 )
 from libero_ll.experiments.run_files import run_task_files
+from libero_ll.processes import not_in_a_worker_starting
 
 # How an evaluation may act: sampled from the action head, or its most likely component's mean.
 ACTIONS = ("sampled", "mode")
@@ -409,6 +410,7 @@ def evaluate_run(
     from libero_ll.envs.pool import EnvPool
     from libero_ll.evaluation.rollout import run_rollouts
 
+    not_in_a_worker_starting()
     t_start = time.time()
     run_dir = Path(run_dir)
     if actions is not None and actions not in ACTIONS:

@@ -468,16 +468,19 @@ finally:
 
 
 def test_a_worker_importing_an_unguarded_script_neither_trains_nor_collects(make_smoke_config, tmp_path, monkeypatch):
-    """Such a worker ran the script's training (a run directory of its own, its demos collected) on its way to
-    starting workers; it now stops before any of that."""
+    """Such a worker ran the script's training (a run directory of its own, its demos collected) or evaluation
+    (with `overwrite`, removing the videos of the evaluation that started it) on its way to starting workers; it
+    now stops before any of that."""
     import multiprocessing as mp
 
     from libero_ll.data.collect import collect
+    from libero_ll.experiments.evaluate import evaluate_run
 
     monkeypatch.setattr(mp.current_process(), "_inheriting", True, raising=False)
     cfg = make_smoke_config(tmp_path, tmp_path / "data")
     for work in (lambda: run_lifelong(cfg, log=lambda s: None),
-                 lambda: collect([(suite_tasks(cfg.suite, list(cfg.tasks))[0], tmp_path / "data" / "a.hdf5")], 1)):
+                 lambda: collect([(suite_tasks(cfg.suite, list(cfg.tasks))[0], tmp_path / "data" / "a.hdf5")], 1),
+                 lambda: evaluate_run(tmp_path / "no_run", video_dir=tmp_path / "videos", overwrite=True)):
         with pytest.raises(SystemExit, match="must start its work under `if __name__ == '__main__':`"):
             work()
     assert not (tmp_path / "runs").exists() and not (tmp_path / "data").exists()
