@@ -25,8 +25,8 @@ import numpy as np
 from libero_ll.data.hdf5 import Demo, DemoWriter, new_record, read_info, record_step
 from libero_ll.envs.env import EnvConfig, LiberoEnv, load_task
 from libero_ll.errors import LiberoError
-from libero_ll.processes import not_in_a_worker_starting, spawn_context
 from libero_ll.experts.expert import EXPERT_VERSION, ScriptedExpert
+from libero_ll.processes import not_in_a_worker_starting, spawn_context
 
 # The expert's episode cap, policy steps: the evaluation cap of the paper's protocol. Over 20 starts of each
 # of the 130 benchmark tasks (docs/expert_success.md) the expert's longest successful episode took 586 steps
