@@ -8,7 +8,7 @@ from libero_ll.errors import LiberoError
 
 
 def cmd_verify(args) -> int:
-    from libero_ll.data.hdf5 import read_info
+    from libero_ll.data.hdf5 import demo_files, read_info
     from libero_ll.data.verify import REPLAY_TOLERANCE, verify_file
 
     tolerance = REPLAY_TOLERANCE if args.tolerance is None else args.tolerance
@@ -16,9 +16,11 @@ def cmd_verify(args) -> int:
         raise LiberoError(f"--tolerance must be a number >= 0, got {tolerance}")
     if args.max_demos is not None and args.max_demos < 1:
         raise LiberoError(f"--max-demos must be at least 1, got {args.max_demos}")
+    # A folder stands for its demo files (*.hdf5, in name order).
+    files = [str(f) for path in args.files for f in (demo_files(path) if Path(path).is_dir() else [path])]
     # Every file is opened before any replay, so that a typo fails at once; a file that is there but cannot be
     # read (damaged) is a failed file below, and the others are verified.
-    for path in args.files:
+    for path in files:
         try:
             read_info(path)
         except LiberoError:
@@ -27,7 +29,7 @@ def cmd_verify(args) -> int:
     failed: list[str] = []
     total = bad_demos = 0
     worst = 0.0
-    for path in args.files:
+    for path in files:
         print(path, flush=True)
         try:
             report = verify_file(
@@ -45,7 +47,7 @@ def cmd_verify(args) -> int:
             failed.append(f"{path} (no demos)")
         failed += [f"{path}:{d.name}" for d in report.failed]
         bad_demos += len(report.failed)
-    n_files = len(args.files)
+    n_files = len(files)
     print(
         f"verified {total} demos in {n_files} file{'s' if n_files != 1 else ''}: {total - bad_demos} replay "
         f"within {tolerance:g} and reach the goal, {bad_demos} failed; max divergence {worst:.2e}"
@@ -65,7 +67,7 @@ def register(sub) -> None:
         "(positions: time, joints, fixture poses). Exit 0 when every demo stays within the tolerance and "
         "ends with the goal holding, 1 otherwise (the failing demos are listed).",
     )
-    s.add_argument("files", nargs="+", help="HDF5 demo files")
+    s.add_argument("files", nargs="+", help="HDF5 demo files, or folders of them (their *.hdf5 files)")
     s.add_argument(
         "--tolerance", type=float,
         help="largest state divergence allowed, m or rad "

@@ -852,3 +852,19 @@ def iter_demos(
                 model_file=_text(attrs["model_file"]) if "model_file" in attrs else "",
                 seed=int(attrs["seed"]) if "seed" in attrs else None,
             )
+
+
+def demo_files(source: str | os.PathLike | Sequence) -> list[Path]:
+    """The demo files of `source`: the ``*.hdf5`` files of a folder in name order, the one file named, or the
+    files given (a sequence, taken as it is)."""
+    if isinstance(source, (str, os.PathLike)):
+        src = Path(source)
+        if src.is_dir():
+            files = sorted(p for p in src.glob("*.hdf5") if p.is_file())
+            if not files:
+                raise LiberoError(f"{src}: no demo files (*.hdf5) in this folder")
+            return files
+        if not src.is_file():
+            raise LiberoError(f"{src}: no such demo file or folder")
+        return [src]
+    return [Path(p) for p in source]

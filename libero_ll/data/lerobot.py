@@ -18,11 +18,10 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from libero_ll.data.hdf5 import HAND_BODY, IMAGE_KEYS, demo_names, iter_demos, read_info
+from libero_ll.data.hdf5 import HAND_BODY, IMAGE_KEYS, demo_files, demo_names, iter_demos, read_info
 from libero_ll.errors import LiberoError
 
 CODEBASE_VERSION = "v3.0"
@@ -116,21 +115,6 @@ class ExportSummary:
     bytes: int
     seconds: float
     files: list[Path] = field(default_factory=list)
-
-
-def demo_files(source: str | os.PathLike | Sequence) -> list[Path]:
-    """The demo files to export: the ``*.hdf5`` files of a folder in name order, or the files given."""
-    if isinstance(source, (str, os.PathLike)):
-        src = Path(source)
-        if src.is_dir():
-            files = sorted(p for p in src.glob("*.hdf5") if p.is_file())
-            if not files:
-                raise LiberoError(f"{src}: no demo files (*.hdf5) in this folder")
-            return files
-        if not src.is_file():
-            raise LiberoError(f"{src}: no such demo file or folder")
-        return [src]
-    return [Path(p) for p in source]
 
 
 def task_of(path: Path) -> str:

@@ -132,12 +132,12 @@ def test_collect_says_a_folder_given_as_the_task_is_a_folder(tmp_path, capsys):
     assert "is a folder, not a task file" in err
 
 
-def test_verify_refuses_a_nan_tolerance_and_names_a_folder(tmp_path, capsys):
+def test_verify_refuses_a_nan_tolerance_and_a_folder_without_demos(tmp_path, capsys):
     # A NaN tolerance passed the `< 0` check and then failed every demo with a divergence of 0.
     err = refused(["verify", str(tmp_path / "x.hdf5"), "--tolerance", "nan"], capsys)
     assert "--tolerance must be a number >= 0, got nan" in err
     err = refused(["verify", str(tmp_path)], capsys)
-    assert f"demo file {tmp_path} is a folder" in err
+    assert f"{tmp_path}: no demo files (*.hdf5) in this folder" in err
 
 
 def test_teleop_checks_its_output_before_asking_for_a_display(tmp_path, capsys):

@@ -43,6 +43,12 @@ def test_tampered_action_fails_and_names_the_demo(reference_demos, tmp_path, cap
     assert "over the tolerance 0.0001 from step 21" in lines["demo_1"]
     assert "1 replay within 0.0001 and reach the goal, 1 failed" in out
     assert f"failed: {bad}:demo_1" in out
+    # A folder stands for its demo files, in name order.
+    shutil.copy(ref, tmp_path / "a_reference.hdf5")
+    assert main(["verify", str(tmp_path), "--max-demos", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.index(str(tmp_path / "a_reference.hdf5")) < out.index(str(bad))
+    assert "verified 2 demos in 2 files: 2 replay within 0.0001 and reach the goal, 0 failed" in out
 
 
 def test_missing_and_corrupt_files_are_clean_errors(tmp_path, capsys):
