@@ -37,8 +37,25 @@ DEFAULT_CACHE = REPO / "datasets" / "expert_success_cache.jsonl"
 
 
 # What an episode's outcome depends on besides the task's own files: the expert, the models and the
-# simulation, and how collection starts an episode.
-FINGERPRINTED = ["libero_ll/experts", "libero_ll/assets", "libero_ll/envs", "libero_ll/data/collect.py"]
+# simulation (whole packages), and the two functions of collection an episode runs through (how its seed is
+# drawn and how it is started and stepped). The rest of collect.py (workers, files, resuming) does not change
+# an outcome, so a change there does not void the measured table.
+FINGERPRINTED = ["libero_ll/experts", "libero_ll/assets", "libero_ll/envs"]
+FINGERPRINTED_FUNCTIONS = {"libero_ll/data/collect.py": ["demo_seed", "run_expert_episode"]}
+
+
+def _function_sources(path: Path, names: list[str]) -> bytes:
+    """The source text of the named top-level functions of a file, in the order given, read without importing."""
+    import ast
+
+    text = path.read_text()
+    found = {n.name: ast.get_source_segment(text, n) for n in ast.parse(text).body
+             if isinstance(n, ast.FunctionDef) and n.name in names}
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise SystemExit(f"{path.relative_to(REPO)} has no function {', '.join(missing)}: update "
+                         "FINGERPRINTED_FUNCTIONS in scripts/expert_success.py")
+    return "\n".join(found[n] for n in names).encode()
 
 
 def expert_fingerprint() -> str:
@@ -49,6 +66,9 @@ def expert_fingerprint() -> str:
         for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             h.update(str(f.relative_to(REPO)).encode())
             h.update(f.read_bytes())
+    for entry, names in FINGERPRINTED_FUNCTIONS.items():
+        h.update(entry.encode())
+        h.update(_function_sources(REPO / entry, names))
     return h.hexdigest()[:12]
 
 

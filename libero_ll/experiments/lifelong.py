@@ -783,21 +783,23 @@ def _fmt(scores: list[float]) -> str:
     return " ".join(f"{v:.2f}" for v in scores)
 
 
-_CURVE_POINTS = 8
+_CURVE_POINTS = 8  # a curve with more points is shortened to its first one and its last _CURVE_TAIL
+_CURVE_TAIL = 6
 
 
 def _curve(tensor, stage: list[int]) -> str:
     """The stage's success curve so far, "epoch:success" at each evaluation (the mean over a stage's tasks).
 
-    A long curve (more than eight evaluations) keeps its first point and its last six, with its best point
-    after them, so that a line stays short however many epochs are evaluated; success.json has every point.
+    A long curve (more than _CURVE_POINTS evaluations) keeps its first point and its last _CURVE_TAIL, with its
+    best point after them, so that a line stays short however many epochs are evaluated; success.json has every
+    point.
     """
     epochs = tensor.eval_epochs[stage[0]]
     means = np.mean([tensor.curves[j] for j in stage], axis=0)
     points = [f"{e}:{v:.2f}" for e, v in zip(epochs, means)]
     if len(points) <= _CURVE_POINTS:
         return " ".join(points)
-    line = f"{points[0]} ... {' '.join(points[-6:])}"
+    line = f"{points[0]} ... {' '.join(points[-_CURVE_TAIL:])}"
     if np.isnan(means).all():
         return line
     best = int(np.nanargmax(means))

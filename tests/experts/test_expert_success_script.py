@@ -6,6 +6,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "expert_success.py"
 
 
@@ -59,6 +61,28 @@ def test_fingerprints_change_with_the_code_and_the_task_files(tmp_path):
     assert len(mod.expert_fingerprint()) == 12
 
 
+def test_the_fingerprint_covers_the_episode_functions_of_collect_and_not_the_rest(tmp_path, monkeypatch):
+    import shutil
+
+    mod = _script()
+    for entry in mod.FINGERPRINTED:
+        shutil.copytree(mod.REPO / entry, tmp_path / entry)
+    (tmp_path / "libero_ll" / "data").mkdir(parents=True)
+    collect = tmp_path / "libero_ll" / "data" / "collect.py"
+    original = (mod.REPO / "libero_ll" / "data" / "collect.py").read_text()
+    collect.write_text(original)
+    monkeypatch.setattr(mod, "REPO", tmp_path)
+    before = mod.expert_fingerprint()
+    assert before == _script().expert_fingerprint()  # the copy is the repository's code
+    collect.write_text(original + "\n\ndef _workers_only():\n    return 1\n")
+    assert mod.expert_fingerprint() == before
+    collect.write_text(original.replace("& 0x7FFFFFFF", "& 0x7FFFFFFE"))
+    assert mod.expert_fingerprint() != before
+    collect.write_text(original.replace("def run_expert_episode(", "def run_episode("))
+    with pytest.raises(SystemExit, match="run_expert_episode"):
+        mod.expert_fingerprint()
+
+
 def test_table_counts_successes_per_task_and_suite():
     mod = _script()
     results = {("a", i): _row("a", i, i < 2) for i in range(3)}
@@ -74,8 +98,6 @@ def test_table_counts_successes_per_task_and_suite():
 
 def test_folders_of_task_files_are_measured_once_per_name_and_not_written_to_the_docs(tmp_path, capsys):
     import shutil
-
-    import pytest
 
     mod = _script()
     quick = Path(__file__).resolve().parents[2] / "bddl_tasks" / "quickstart"
