@@ -167,7 +167,7 @@ class ExperimentConfig:
         language_encoder: "minilm", "task_id" (one-hot over the run's distinct instructions in learning order),
             "task_id:<model>", or a local transformers model path (`libero_ll.policies.language`).
         output_dir: where run directories are created.
-        num_threads: torch CPU threads. On cores another busy process shares, 1 trains much faster than 2
+        num_threads: torch CPU threads. On cores another busy process shares, 1 can train much faster than 2
             (docs/speed.md, "Rendering and speed": 117 windows/s against 40 with one busy process beside it).
         device: "auto" (CUDA when available), "cpu", "cuda" or "cuda:N" (the Nth GPU).
         init_from: start the policy from the weights of an earlier run (pretraining): a checkpoint file
