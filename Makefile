@@ -31,8 +31,8 @@ gl:
 # three with pip). Bytecode is compiled at install time, as pip does (where
 # PYTHONDONTWRITEBYTECODE is set, nothing would compile it later and every
 # process would compile its imports again): torch's on every core by compileall
-# (11 s on 2 cores where pip took 28), the rest by uv. Where uv cannot be had,
-# pip does it all.
+# (11 s on 2 cores where pip's own pass took about 28), the rest by uv. Where
+# uv cannot be had, pip does it all.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --disable-pip-version-check --no-compile --no-deps torch==2.13.0
