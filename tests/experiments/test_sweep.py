@@ -496,24 +496,38 @@ def ray_cluster(tmp_path, descendants):
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def test_a_sweep_runs_on_a_ray_cluster_given_by_address(tmp_path, smoke_data, ray_cluster):
-    """--address: the runs go to a running cluster (3 CPUs here, the machine has fewer or other counts); a
-    dead address, a missing token and --cpus with --address are clear errors."""
-    address, token = ray_cluster
+def _cluster_sweep(tmp_path: Path, smoke_data: Path) -> tuple[Path, list[str], dict]:
+    """A two-run sweep file for a cluster, its overrides and a driver environment without Ray's token."""
     sweep_file = write_sweep(tmp_path, "grid: {learner.name: [seql, er]}\nseeds: [5]\nresources: {cpus: 1}\n")
     overrides = [f"data.dir={smoke_data}", "train.epochs=1", "eval.max_steps=4", "eval.init_states=1",
                  "language_encoder=task_id", "tasks=[put_the_alphabet_soup_in_the_basket]"]
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa"), "OMP_WAIT_POLICY": "PASSIVE"}
     for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
         env.pop(key, None)
-    out = tmp_path / "out"
+    return sweep_file, overrides, env
 
+
+def test_a_dead_cluster_address_and_cpus_with_an_address_are_named(tmp_path, smoke_data):
+    sweep_file, overrides, env = _cluster_sweep(tmp_path, smoke_data)
+    out = tmp_path / "out"
     dead = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", f"127.0.0.1:{_free_port()}"),
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert dead.returncode == 2 and "no Ray cluster answers there" in dead.stderr, dead.stderr[-2000:]
-    both = subprocess.run(_sweep_cmd(sweep_file, out, "--address", address, "--cpus", "2"), cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120)
-    assert both.returncode == 2 and "a cluster (--address) has its own" in both.stderr
+    assert "Traceback" not in dead.stderr
+    both = subprocess.run(_sweep_cmd(sweep_file, out, "--address", f"127.0.0.1:{_free_port()}", "--cpus", "2"),
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert both.returncode == 2 and "a cluster (--address) has its own" in both.stderr, both.stderr[-2000:]
+    assert not out.exists() or not any(out.glob("*/final_policy.pt"))
+
+
+@pytest.mark.slow  # about a minute on 2 cores: a Ray cluster started, four sweeps against it, two runs done
+def test_a_sweep_runs_on_a_ray_cluster_given_by_address(tmp_path, smoke_data, ray_cluster):
+    """--address: the runs go to a running cluster (3 CPUs here, the machine has fewer or other counts); a
+    missing token is a clear error (a dead address and --cpus with --address: the test above)."""
+    address, token = ray_cluster
+    sweep_file, overrides, env = _cluster_sweep(tmp_path, smoke_data)
+    out = tmp_path / "out"
+
     no_token = subprocess.run(_sweep_cmd(sweep_file, out, *overrides, "--address", address), cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=300)
     assert no_token.returncode == 2 and "RAY_AUTH_MODE=token" in no_token.stderr, no_token.stderr[-2000:]
