@@ -50,7 +50,7 @@ demo: setup
 
 # Two test processes, each taking whole files (a file's fixtures are built once): on 2 cores the default
 # run took 10.1 minutes against 14.1 in one process on an older machine, 6 to 6.5 minutes on a later AMD EPYC,
-# 14.3 on a slower one (CPU family 25). TEST_WORKERS=0 runs them in this process. The 20 slowest tests are
+# 13.8 to 15.2 on a slower one (CPU family 25). TEST_WORKERS=0 runs them in this process. The 20 slowest tests are
 # listed at the end: the default run must stay under 15 minutes on 2 cores.
 TEST_WORKERS ?= 2
 test: setup lint
