@@ -10,6 +10,9 @@ export MUJOCO_GL ?= osmesa
 export PYOPENGL_PLATFORM ?= osmesa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# make's commands write the bytecode of what they import, wherever PYTHONDONTWRITEBYTECODE is set: setup
+# (below) compiles none at install time.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup gl demo test lint test-slow bench clean tasks
 
@@ -27,24 +30,22 @@ gl:
 # The CPU torch wheel is installed by exact version first, with pip (which knows
 # where the machine keeps it), so that no other requirement pulls a CUDA build;
 # its dependencies come with the rest. The rest goes in with uv, which downloads
-# and unpacks in parallel (about a minute and a half for a fresh setup against
-# three with pip). Bytecode is compiled at install time, as pip does (where
-# PYTHONDONTWRITEBYTECODE is set, nothing would compile it later and every
-# process would compile its imports again): torch's on every core by compileall
-# (11 s on 2 cores where pip's own pass took about 28; its one file in Python
-# 3.12 syntax, a test helper, is left out), the rest by uv. Where uv cannot be
-# had, pip does it all.
+# and unpacks in parallel. Nothing is compiled to bytecode at install time (that
+# took about 40 of a fresh setup's 83 s on 2 cores, for some 20,000 files most of
+# which no command imports): setup ends by importing what libero_ll's commands
+# import (scripts/warm_imports.py, about 12 s), which writes their bytecode, and
+# make's own commands write that of anything else they import (above). Where uv
+# cannot be had, pip does it all.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --disable-pip-version-check --no-compile --no-deps torch==2.13.0
-	@$(PY) -m compileall -q -j 0 -x py312_intrinsics "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')/torch" \
-	  || echo "some of torch's files did not compile (above): they are compiled when imported, where that is allowed"
-	@if $(PIP) install -q --disable-pip-version-check uv 2>/dev/null; then \
-	  $(VENV)/bin/uv pip install -q --python $(PY) --compile-bytecode -e '.[test]'; \
+	@if $(PIP) install -q --disable-pip-version-check --no-compile uv 2>/dev/null; then \
+	  $(VENV)/bin/uv pip install -q --python $(PY) -e '.[test]'; \
 	else \
 	  echo "uv not available: installing with pip"; \
-	  $(PIP) install -q --disable-pip-version-check -e '.[test]'; \
+	  $(PIP) install -q --disable-pip-version-check --no-compile -e '.[test]'; \
 	fi
+	$(PY) scripts/warm_imports.py
 	@touch $(STAMP)
 
 demo: setup

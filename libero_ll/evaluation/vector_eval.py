@@ -47,7 +47,15 @@ from libero_ll.processes import spawn_context
 
 def _worker(conn, task_files: list[str], env_cfg) -> None:
     # Runs in a spawned process: nothing from the parent's simulator or GL state is inherited.
+    from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
     from libero_ll.envs.pool import EnvPool
+
+    # The simulator is imported before the first command (a few seconds): a run starts its pool before the rest
+    # of its set-up, which goes on meanwhile. (torch comes with the first policy sent; lock-step rollouts,
+    # the policy batched in the parent, never import it here.)
+    ensure_gl_backend()
+    quiet_simulator_logs()
+    import libero_ll.envs.scene  # noqa: F401 - robosuite and MuJoCo
 
     # The environments not stepping a rollout: those of the few tasks used last are kept (see EnvPool).
     idle = EnvPool(task_files, env_cfg)

@@ -311,7 +311,6 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             for line in changed_demo_warnings(saved["demos"], demo_digests, cfg.data.dir, tasks):
                 log(line)
             demo_digests = dict(saved["demos"])  # those the run began with, for every later resume to compare
-        init_states = _init_states(cfg, tasks, envs, names, run_dir, log)
 
         train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
         learner = make_learner(str(cfg.learner.name), policy, train_cfg, learner_options(cfg))
@@ -324,6 +323,16 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             how += [f"compiled ({'default' if compiled is True else compiled}; the first steps compile)"] if compiled else []
             log(f"training on {device}: {', '.join(how)}")
         stages = learner.stages(len(tasks))
+        # The rollouts of all the tasks of an evaluation point may be in flight at once (evaluate_tasks).
+        point_tasks = max(max(len(st) for st in stages), len(tasks) - 1 if cfg.eval.past_tasks else 1)
+        eval_workers = resolve_workers(int(cfg.eval.workers), int(cfg.eval.rollouts) * point_tasks)
+        overlap = cfg.eval.overlap if cfg.eval.overlap is not None else device.type == "cuda"
+        if not overlap and eval_workers > 1:
+            from libero_ll.evaluation.vector_eval import ParallelEvaluator
+
+            # Started before the rest of the set-up: the workers import the simulator and torch meanwhile.
+            evaluator = ParallelEvaluator(tasks, env_cfg, eval_workers, int(cfg.eval.envs_per_worker))
+        init_states = _init_states(cfg, tasks, envs, names, run_dir, log)
         if not cfg.init_from:
             # Low-dim inputs are standardised with the first stage's statistics only: later tasks are unseen
             # (MTL's one stage holds every task). A pretrained policy keeps the statistics it was trained with.
@@ -345,10 +354,6 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         macs_per_window = forward_macs_per_window(policy, sample.get_batch(np.arange(min(2, len(sample)))))
         num_params = sum(p.numel() for p in policy.parameters())
 
-        # The rollouts of all the tasks of an evaluation point may be in flight at once (evaluate_tasks).
-        point_tasks = max(max(len(st) for st in stages), len(tasks) - 1 if cfg.eval.past_tasks else 1)
-        eval_workers = resolve_workers(int(cfg.eval.workers), int(cfg.eval.rollouts) * point_tasks)
-        overlap = cfg.eval.overlap if cfg.eval.overlap is not None else device.type == "cuda"
         if overlap:
             from libero_ll.experiments.background_eval import BackgroundEvaluator
 
@@ -360,10 +365,6 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
             )
             log(f"evaluating alongside training (eval.overlap) in a process of its own with {eval_workers} "
                 f"environment worker{'s' if eval_workers > 1 else ''}")
-        elif eval_workers > 1:
-            from libero_ll.evaluation.vector_eval import ParallelEvaluator
-
-            evaluator = ParallelEvaluator(tasks, env_cfg, eval_workers, int(cfg.eval.envs_per_worker))
 
         eval_seconds = 0.0
         # Evaluations alongside training not yet entered: (epoch, global epoch, tickets, weights evaluated).
@@ -1535,13 +1536,17 @@ def _init_states(cfg, tasks: list[Path], envs, names: list[str], run_dir: Path, 
             ) from None
     n = int(cfg.eval.init_states)
     states = []
-    for task, env, name in zip(tasks, envs, names):
+    for j, (task, name) in enumerate(zip(tasks, names)):
         if has_init_states(task):
+            # No environment is built for stored states (building one takes a second or two, in a process that
+            # may never step it): their file's fingerprint vouches for the task and its models, and a state of
+            # another size would be refused by the first rollout's reset (`LiberoEnv.reset_to`).
             try:
-                states.append(load_init_states(task, n, state_size=env.get_state().shape[0]))
+                states.append(load_init_states(task, n))
                 continue
             except LiberoError as e:
                 log(f"not using the stored initial states: {e}")
+        env = envs[j]
         # Seeded by the task's name, not its place in the run: the same task starts from the same states under
         # any task order or subset. Runs begun before sampled task k with eval.init_seed + k; they keep those
         # (a resumed run reads its init_states.npz above).

@@ -52,3 +52,25 @@ def test_a_sampled_start_that_already_meets_the_goal_stops_the_run(smoke_envs, m
         _init_states(cfg, tasks, smoke_envs[:1], [tasks[0].stem], run_dir, print)
     assert str(smoke_envs[0].spec.path) in str(e.value) and "eval.init_seed" in str(e.value)
     assert not (run_dir / "init_states.npz").exists()
+
+
+def test_stored_states_are_read_without_building_an_environment(smoke_envs, make_smoke_config, tmp_path):
+    # The run's process built every task's environment to read the stored states' size: a second or two per
+    # task (a LIBERO-90 run started with 90 of them) in a process whose rollouts run in workers.
+    from libero_ll.envs.init_states import has_init_states, load_init_states
+    from libero_ll.envs.pool import EnvPool
+
+    cfg = make_smoke_config(tmp_path, tmp_path)
+    tasks = [Path(env.spec.path) for env in smoke_envs]
+    assert all(has_init_states(t) for t in tasks)
+    pool = EnvPool(tasks, smoke_envs[0].config)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    logged = []
+    states = _init_states(cfg, tasks, pool, [t.stem for t in tasks], run_dir, logged.append)
+    assert pool.built == 0 and logged == []
+    for task, got in zip(tasks, states):
+        np.testing.assert_array_equal(got, load_init_states(task, int(cfg.eval.init_states)))
+    # A state of another size than the simulator's is refused where it is first used.
+    with pytest.raises(LiberoError, match="numbers but this task's simulator state has"):
+        smoke_envs[0].reset_to(states[0][0][:-1])
