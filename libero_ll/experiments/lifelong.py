@@ -330,7 +330,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
         if not overlap and eval_workers > 1:
             from libero_ll.evaluation.vector_eval import ParallelEvaluator
 
-            # Started before the rest of the set-up: the workers import the simulator and torch meanwhile.
+            # Started before the rest of the set-up: the workers import the simulator meanwhile.
             evaluator = ParallelEvaluator(tasks, env_cfg, eval_workers, int(cfg.eval.envs_per_worker))
         init_states = _init_states(cfg, tasks, envs, names, run_dir, log)
         if not cfg.init_from:
