@@ -9,9 +9,7 @@ needs it to report; a module of libero_ll's own that cannot be imported is named
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import os
 import pkgutil
 import sys
 import time
@@ -44,40 +42,23 @@ def _import(name: str) -> str | None:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
-@contextlib.contextmanager
-def _quiet():
-    """Nothing printed while importing (robosuite's notes about its optional parts, say): this process runs
-    none of it."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved:
-            os.close(fd)
-
-
 def main() -> int:
     if sys.dont_write_bytecode:
         print("warm_imports: PYTHONDONTWRITEBYTECODE is set, so nothing would be written; skipped")
         return 0
     t = time.time()
     import libero_ll
+    from libero_ll.envs.gl import ensure_gl_backend, quiet_simulator_logs
 
-    with _quiet():
-        # A third-party package that cannot be imported is optional here (the command that needs it says so).
-        done = sum(_import(name) is None for name in LAZY)
-        names = [m.name for m in pkgutil.walk_packages(libero_ll.__path__, "libero_ll.")
-                 if not m.name.endswith("__main__")]  # that one would run the CLI
-        failed = {name: why for name in names if (why := _import(name)) is not None}
+    # As a command does before the simulator is imported: a headless GL backend, and robosuite's notes about
+    # its optional parts kept off the console.
+    ensure_gl_backend()
+    quiet_simulator_logs()
+    # A third-party package that cannot be imported is optional here (the command that needs it says so).
+    done = sum(_import(name) is None for name in LAZY)
+    names = [m.name for m in pkgutil.walk_packages(libero_ll.__path__, "libero_ll.")
+             if not m.name.endswith("__main__")]  # that one would run the CLI
+    failed = {name: why for name in names if (why := _import(name)) is not None}
     print(f"bytecode written for what libero_ll's commands import ({done + len(names) - len(failed)} packages and "
           f"modules imported, {len(sys.modules)} in all, {time.time() - t:.0f} s)")
     for name, why in failed.items():
