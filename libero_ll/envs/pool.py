@@ -17,6 +17,10 @@ from pathlib import Path
 # benchmarks) never builds one twice, and LIBERO-90 keeps about 3 GB per process. Fewer would be rebuilt at
 # every evaluation point: the earlier tasks are evaluated in turn, which a pool of the tasks used last misses.
 KEEP_TASKS = 10
+# Environments a pool keeps when no rollout is using them, all tasks together: where a process steps several
+# rollouts of a task at once (eval.envs_per_worker), it keeps fewer tasks' environments rather than several of
+# each of ten tasks (16 take about 4.3 GB at the cpu preset's settings).
+KEEP_ENVS = 16
 
 
 class EnvPool:
@@ -24,16 +28,20 @@ class EnvPool:
 
     `take(j)` hands out an environment of task j that nobody is using (building one if there is none) and
     `give(j, env)` takes it back; several of one task can be out at once. Of the environments not out, those
-    of the `keep_tasks` tasks taken last are kept and the others closed. `pool[j]` is an environment of task j
+    of the `keep_tasks` tasks given back last are kept, and of those no more than `keep_envs` (the task given
+    back last keeps all of its own); the others are closed. `pool[j]` is an environment of task j
     for use until the next `pool[k]` of another task: the serial use of one environment at a time.
     """
 
-    def __init__(self, task_files, env_cfg, keep_tasks: int = KEEP_TASKS):
+    def __init__(self, task_files, env_cfg, keep_tasks: int = KEEP_TASKS, keep_envs: int = KEEP_ENVS):
         if int(keep_tasks) < 1:
             raise ValueError(f"keep_tasks must be at least 1, got {keep_tasks}")
+        if int(keep_envs) < 1:
+            raise ValueError(f"keep_envs must be at least 1, got {keep_envs}")
         self.task_files = [Path(f) for f in task_files]
         self.env_cfg = env_cfg
         self.keep_tasks = int(keep_tasks)
+        self.keep_envs = int(keep_envs)
         self._idle: OrderedDict[int, list] = OrderedDict()  # task -> its environments not out, oldest task first
         self.built = 0  # environments built so far (for tests and timings)
 
@@ -60,11 +68,14 @@ class EnvPool:
         return LiberoEnv(self.task_files[task], self.env_cfg)
 
     def give(self, task: int, env) -> None:
-        """Take back an environment of task `task`; close those of the tasks used longest ago beyond `keep_tasks`."""
+        """Take back an environment of task `task`; close those of the tasks used longest ago beyond `keep_tasks`
+        tasks or `keep_envs` environments."""
         task = self._check(task)
         self._idle.setdefault(task, []).append(env)
         self._idle.move_to_end(task)
-        while len(self._idle) > self.keep_tasks:
+        while len(self._idle) > self.keep_tasks or (
+            len(self._idle) > 1 and sum(map(len, self._idle.values())) > self.keep_envs
+        ):
             _, old = self._idle.popitem(last=False)
             for e in old:
                 e.close()

@@ -98,35 +98,67 @@ def run_rollout(policy, env, init_state: np.ndarray, task_emb: np.ndarray, max_s
                 stream: np.random.Generator, index: int = 0, recorder=None, task: int = 0) -> Rollout:
     """One episode from `init_state`, the policy's sampled actions drawn from `stream` (arguments as
     `run_rollouts`; `index` is the rollout's number for the recorder and the result)."""
-    still = StillnessMonitor(still_steps)
-    where = position_coordinates(env.model)
-    obs = env.reset_to(init_state)
-    policy.reset(1)
+    return run_rollout_group(policy, [env], [init_state], np.asarray(task_emb)[None], max_steps, still_steps,
+                             [stream], [index], recorder, [task])[0]
+
+
+def run_rollout_group(policy, envs: list, init_states: list, task_embs: np.ndarray, max_steps: int,
+                      still_steps: int, streams: list, indices: list, recorder=None,
+                      tasks: list | None = None) -> list[Rollout]:
+    """Episodes in lock-step, one in each of `envs`, the policy acting once per step on all of them.
+
+    Rollout j starts from ``init_states[j]`` in ``envs[j]`` (environments of any tasks), with the embedding
+    ``task_embs[j]`` and its sampled actions drawn from ``streams[j]``; ``indices[j]`` is its number (and
+    ``tasks[j]`` its task) for the recorder and the result. The batch keeps its size until the last rollout
+    ends: an ended rollout feeds its last observation and its actions are dropped, so that each rollout's
+    place in the policy's batch stays the same. For a policy whose actions for one env depend only on that
+    env's history and embedding, each rollout is the one `run_rollout` gives alone, up to the rounding of a
+    batch of another size (none for a group of one).
+
+    Returns:
+        The rollouts, in the order of `envs`.
+    """
+    n = len(envs)
+    tasks = [0] * n if tasks is None else list(tasks)
+    stills = [StillnessMonitor(still_steps) for _ in range(n)]
+    wheres = [position_coordinates(env.model) for env in envs]
+    obs = [env.reset_to(state) for env, state in zip(envs, init_states)]
+    policy.reset(n)
     use_streams = getattr(policy, "use_streams", None)
     if use_streams is not None:
-        use_streams([stream])
-    still.reset(env.data.qpos[where])
-    success, steps = False, 0
+        use_streams(list(streams))
+    for env, where, still in zip(envs, wheres, stills):
+        still.reset(env.data.qpos[where])
+    success, steps = [False] * n, [0] * n
     if recorder is not None:
-        recorder.frame(task, index, obs)
+        for j in range(n):
+            recorder.frame(tasks[j], indices[j], obs[j])
+    running = list(range(n))
     try:
-        while steps < max_steps:
-            action = policy.act({k: v[None] for k, v in obs.items()}, task_emb)[0]
-            obs, _, info = env.step(action)
-            steps += 1
-            if recorder is not None:
-                recorder.frame(task, index, obs)
-            if info["success"]:
-                success = True
-                break
-            if still.update(env.data.qpos[where]):
-                break
+        while running and max_steps > 0:
+            batch = {k: np.stack([o[k] for o in obs]) for k in obs[0]}
+            actions = policy.act(batch, task_embs)
+            going = []
+            for j in running:
+                obs[j], _, info = envs[j].step(actions[j])
+                steps[j] += 1
+                if recorder is not None:
+                    recorder.frame(tasks[j], indices[j], obs[j])
+                success[j] = bool(info["success"])
+                # A rollout ends on success, once its scene has been still for `still_steps` steps, or at the cap.
+                if success[j] or stills[j].update(envs[j].data.qpos[wheres[j]]) or steps[j] >= max_steps:
+                    if recorder is not None:
+                        recorder.end(tasks[j], indices[j], success[j])
+                else:
+                    going.append(j)
+            running = going
     finally:
         if use_streams is not None:
             use_streams(None)
     if recorder is not None:
-        recorder.end(task, index, success)
-    return Rollout(index, success, steps, env.get_state())
+        for j in running:  # a cap of no steps
+            recorder.end(tasks[j], indices[j], False)
+    return [Rollout(indices[j], success[j], steps[j], env.get_state()) for j, env in enumerate(envs)]
 
 
 def run_rollouts(policy, env, init_states: np.ndarray, task_emb: np.ndarray, num_rollouts: int,

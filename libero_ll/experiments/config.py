@@ -69,12 +69,15 @@ class EvalConfig:
             whole rollouts each), a policy on a GPU acts in the training process, batched over the rollouts
             in flight, which the workers step in lock-step (docs/speed.md). Training waits while they run
             (unless `overlap`).
-        envs_per_worker: with a policy batched in the training process (on a GPU, or recording videos),
-            rollouts each worker steps at once, each in an environment of its own: the policy then acts
-            on batches of up to workers x envs_per_worker rollouts, less often (on 2 CPU cores, 3 took ten
-            rollouts from 16.8 s to 15.0 s; docs/speed.md). A worker keeps up to this many environments of each
-            task it evaluates, about 200 MB each for a quickstart task. A policy run in the workers steps
-            one rollout at a time in each.
+        envs_per_worker: rollouts each worker steps at once, each in an environment of its own. With a
+            policy batched in the training process (on a GPU, or recording videos), the policy then acts on
+            batches of up to workers x envs_per_worker rollouts, less often (on 2 CPU cores, 3 took ten
+            rollouts from 16.8 s to 15.0 s). With the policy in the workers (on a CPU), each worker steps
+            groups of that many consecutive rollouts, its copy of the policy acting once per step on a group
+            (on 2 CPU cores, five per worker took ten quickstart rollouts from 11.4-13.4 s to 8.0-9.1 s); 1
+            gives exactly the rollouts of one process, more the same up to a batch's rounding
+            (docs/speed.md). A worker keeps up to this many environments of each task it evaluates, about
+            265 MB each for a quickstart task, 16 at most in all beside those in use.
         still_steps: end a rollout as failed once nothing in its scene (arm, fingers, objects, drawers,
             doors) has moved for this many consecutive steps; 0 (the paper's protocol) runs every failing
             rollout to `max_steps`. Longer than the policy's window, such a rollout cannot recover under

@@ -116,6 +116,7 @@ class SpatialSoftmax(nn.Module):
         # A learned temperature lets the softmax sharpen as training goes.
         self.log_temperature = nn.Parameter(torch.zeros(()))
         self.out_size = 2 * num_keypoints
+        self._grids: dict = {}  # not state: made again from the sizes
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(N, C, H, W) feature maps → (N, 2K): the K keypoints' x coordinates, then their y coordinates."""
@@ -134,10 +135,22 @@ class SpatialSoftmax(nn.Module):
         bias = (self.keypoints.bias * scale).to(feats.dtype)
         maps = torch.baddbmm(bias[None, :, None].expand(n, k, 1), weight.expand(n, k, c), feats)
         attn = torch.softmax(maps, dim=-1)  # (N, K, HW)
-        ys = torch.linspace(-1.0, 1.0, h, device=x.device, dtype=attn.dtype)
-        xs = torch.linspace(-1.0, 1.0, w, device=x.device, dtype=attn.dtype)
-        grid = torch.stack([xs.repeat(h), ys.repeat_interleave(w)], dim=1)  # (HW, 2): each position's x, y
-        return (attn @ grid).transpose(1, 2).reshape(n, 2 * k)
+        return (attn @ self._grid(h, w, attn)).transpose(1, 2).reshape(n, 2 * k)
+
+    def _grid(self, h: int, w: int, like: torch.Tensor) -> torch.Tensor:
+        """(HW, 2): each position's x and y in [-1, 1], kept for each size, device and dtype: remade at every
+        step, it was a fifth of a cpu-size policy's action on one rollout. One made in inference mode serves
+        only there (autograd refuses such tensors), and a compiled graph makes its own."""
+        compiling = torch.compiler.is_compiling()
+        key = None if compiling else (h, w, like.device, like.dtype, torch.is_inference_mode_enabled())
+        grid = self._grids.get(key)
+        if grid is None:
+            ys = torch.linspace(-1.0, 1.0, h, device=like.device, dtype=like.dtype)
+            xs = torch.linspace(-1.0, 1.0, w, device=like.device, dtype=like.dtype)
+            grid = torch.stack([xs.repeat(h), ys.repeat_interleave(w)], dim=1)
+            if not compiling:
+                self._grids[key] = grid
+        return grid
 
 
 class GlobalAvgPool(nn.Module):

@@ -66,6 +66,24 @@ def test_environments_out_are_never_closed_and_come_back(fake_envs):
         EnvPool(["a.bddl"], EnvConfig(), keep_tasks=0)
 
 
+def test_several_environments_of_each_task_are_kept_within_the_budget(fake_envs):
+    """A process stepping three rollouts of a task at once keeps the environments of fewer tasks: no more than
+    keep_envs in all, the task given back last keeping all of its own."""
+    pool = EnvPool([f"t{j}.bddl" for j in range(4)], EnvConfig(), keep_tasks=10, keep_envs=7)
+    for j in range(4):
+        envs = [pool.take(j) for _ in range(3)]
+        for env in envs:
+            pool.give(j, env)
+    assert pool.kept() == {2: 3, 3: 3} and pool.built == 12
+    assert [e.closed for e in fake_envs] == [True] * 6 + [False] * 6
+    out = [pool.take(0) for _ in range(8)]  # more than the budget of one task, out at once
+    for env in out:
+        pool.give(0, env)
+    assert pool.kept() == {0: 8}
+    with pytest.raises(ValueError, match="keep_envs must be at least 1"):
+        EnvPool(["a.bddl"], EnvConfig(), keep_envs=0)
+
+
 def test_an_environment_built_again_steps_and_draws_as_the_first_did():
     """Closing one task's environment and building it again (another task's drawn in between) gives the same
     observations from the same state, and pictures that change as the arm moves."""

@@ -11,7 +11,7 @@ import pytest
 
 from libero_ll.envs.env import EnvConfig
 from libero_ll.errors import LiberoError
-from libero_ll.evaluation.rollout import run_rollouts
+from libero_ll.evaluation.rollout import rollout_stream, run_rollout_group, run_rollouts
 from libero_ll.evaluation.vector_eval import ParallelEvaluator, RolloutJob
 from libero_ll.experiments.lifelong import run_lifelong, suite_tasks
 
@@ -130,6 +130,38 @@ def test_several_rollouts_per_worker_step_the_same_rollouts_as_one_process(slot_
             _same(together[k], run_rollouts(TargetPolicy(), smoke_envs[k], states[k], embs[k], count, 16, 3))
 
 
+class _Log:
+    """A recorder that notes what it is given."""
+
+    def __init__(self):
+        self.frames, self.ends = {}, []
+
+    def frame(self, task, i, obs):
+        self.frames[(task, i)] = self.frames.get((task, i), 0) + 1
+
+    def end(self, task, i, success):
+        self.ends.append((task, i, success))
+
+
+def test_a_group_of_rollouts_in_lock_step_is_each_rollout_alone(smoke_envs):
+    """Rollouts of two tasks stepped together, the policy acting on both at once, end where each ends alone,
+    although one ends (its scene still) long before the other; the recorder hears of each end as it comes."""
+    states = [env.sample_init_states(1, seed=9)[0] for env in smoke_envs]
+    embs = np.array([[0.0, 0.15, 1.05, 3.0], [-0.1, -0.1, 1.15, 30.0]], np.float32)
+    alone = [run_rollouts(TargetPolicy(), env, state[None], emb, 1, 25, still_steps=4)[0]
+             for env, state, emb in zip(smoke_envs, states, embs)]
+    assert alone[0].steps < alone[1].steps == 25
+    log = _Log()
+    together = run_rollout_group(TargetPolicy(), smoke_envs, states, embs, 25, 4,
+                                 [rollout_stream(1, 0), rollout_stream(1, 1)], [0, 3], log, [0, 1])
+    assert [r.index for r in together] == [0, 3]
+    _same([together[0]], [alone[0]])
+    assert (together[1].success, together[1].steps) == (alone[1].success, alone[1].steps)
+    np.testing.assert_array_equal(together[1].final_state, alone[1].final_state)
+    assert log.frames == {(0, 0): alone[0].steps + 1, (1, 3): 26}
+    assert log.ends == [(0, 0, False), (1, 3, False)]
+
+
 def test_bad_envs_per_worker_is_an_error(make_smoke_config, tmp_path):
     from libero_ll.experiments.lifelong import check_components
 
@@ -219,6 +251,25 @@ def test_a_policy_in_the_workers_rolls_out_as_in_one_process(pool, smoke_envs):
         changed = run_rollouts(policy, env, states, emb, 1, 12)
     assert not np.array_equal(changed[0].final_state, serial[0].final_state)
     _same(pool.rollouts(policy, 1, states, emb, 1, 12), changed)
+
+
+def test_a_policy_in_the_workers_steps_groups_of_rollouts_as_one_process(slot_pool, smoke_envs):
+    """With envs_per_worker 3 each worker steps three rollouts at once with one batched action: the same
+    rollouts as one process up to the rounding of a batch of three, and the same at every call."""
+    import torch
+
+    env = smoke_envs[1]
+    states = env.sample_init_states(3, seed=4)
+    emb = np.array([0.3, -0.2, 0.1, 0.5], np.float32)
+    policy = _tiny_policy(env, deterministic=True)
+    with torch.no_grad():
+        serial = run_rollouts(policy, env, states, emb, 8, 12)
+    grouped = slot_pool.rollouts(policy, 1, states, emb, 8, 12)
+    assert [(r.index, r.success, r.steps) for r in grouped] == [(r.index, r.success, r.steps) for r in serial]
+    for x, y in zip(grouped, serial):
+        np.testing.assert_allclose(x.final_state, y.final_state, atol=1e-4)
+    _same(slot_pool.rollouts(policy, 1, states, emb, 8, 12), grouped)
+    assert len({r.final_state.tobytes() for r in grouped[:3]}) == 3
 
 
 def test_sampled_actions_in_the_workers_follow_the_callers_seed(pool, smoke_envs):

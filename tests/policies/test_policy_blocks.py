@@ -55,6 +55,23 @@ def test_spatial_softmax_gives_each_keypoints_expected_position(layout):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=lambda m, name=name: f"{name}: {m}")
 
 
+def test_spatial_softmax_used_in_inference_mode_still_trains():
+    """The grid of positions is kept from call to call; one kept from an action taken in inference mode (as
+    rollouts take them) must not reach training, where autograd refuses such tensors, nor change any value."""
+    torch.manual_seed(0)
+    pool = SpatialSoftmax(6, num_keypoints=4)
+    x = torch.randn(2, 6, 5, 7)
+    with torch.inference_mode():
+        acted = pool(x)
+    trained = pool(x.clone().requires_grad_())
+    trained.sum().backward()
+    assert pool.log_temperature.grad is not None
+    torch.testing.assert_close(trained.detach(), acted, rtol=0, atol=0)
+    with torch.inference_mode():
+        torch.testing.assert_close(pool(x), acted, rtol=0, atol=0)
+    assert pool(torch.randn(2, 6, 4, 3)).shape == (2, 8)  # another size
+
+
 def test_encoder_layout_changes_the_memory_not_the_function():
     """`encoder_channels_last: false` keeps the default layout throughout (a GPU's GroupNorm returns it) and
     computes what the channels-last encoder computes, forward and backward."""
