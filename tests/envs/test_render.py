@@ -235,6 +235,44 @@ def test_the_floor_drawn_last_and_near_meshes_first_change_no_pixel(soup_env):
         as_built.close()
 
 
+def test_what_is_never_drawn_is_left_out_of_the_gl_context_and_no_pixel_changes(soup_env, monkeypatch):
+    """The renderer's GL context gets no faces for meshes no shown geom uses (with the robot's hulls, its
+    detailed meshes) and a one-pixel skybox: the pictures are those of a context given everything."""
+    import mujoco
+
+    from libero_ll.envs import render
+
+    leave_out = render._leave_out_undrawn
+    seen = {}
+
+    def spy(context, model):
+        seen["faces"] = int(context.mesh_facenum.sum())
+        leave_out(context, model)
+        seen["faces_kept"] = int(context.mesh_facenum.sum())
+        seen["skybox"] = context.tex_width[context.tex_type == mujoco.mjtTexture.mjTEXTURE_SKYBOX].tolist()
+
+    monkeypatch.setattr(render, "_leave_out_undrawn", spy)
+    lean = CameraRenderer(soup_env.model, 64, xml=soup_env.model_xml())
+    monkeypatch.setattr(render, "_leave_out_undrawn", lambda context, model: None)
+    whole = CameraRenderer(soup_env.model, 64, xml=soup_env.model_xml())
+    assert seen["faces_kept"] < seen["faces"] / 5 and seen["skybox"] == [1]
+    soup_env.reset(seed=4)
+    rng = np.random.default_rng(2)
+    try:
+        previous = None
+        for step in range(8):
+            soup_env.step(np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])])
+            a = lean.render_many(soup_env.data, CAMERAS)
+            for cam, x, y in zip(CAMERAS, a, whole.render_many(soup_env.data, CAMERAS)):
+                np.testing.assert_array_equal(x, y, err_msg=f"{cam} after step {step}")
+            if previous is not None:
+                assert (previous != a[1]).any(), "the wrist image did not change while the arm moved"
+            previous = a[1]
+    finally:
+        lean.close()
+        whole.close()
+
+
 def test_the_shoulders_collision_mesh_is_drawn_with_fewer_triangles_and_physics_keeps_it(soup_env):
     """robosuite's Panda collides with link 1's convex hull but would draw its 12,516-face collision mesh when
     the hulls are shown; the renderer's copy draws it clustered, the simulated model keeps every face."""
