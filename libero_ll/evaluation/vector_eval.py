@@ -83,19 +83,18 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
                     import torch
 
                     group, max_steps, still_steps = args
-                    taken = []
+                    tasks, states, embs, seeds, indices = zip(*group)
+                    envs = []
                     try:
-                        for task, *_ in group:
-                            taken.append((task, idle.take(task)))
+                        for task in tasks:
+                            envs.append(idle.take(task))
+                        streams = [rollout_stream(seed, i) for seed, i in zip(seeds, indices)]
                         # Inference mode: a tenth off the policy's step; the rollouts' history starts inside it.
                         with torch.inference_mode():
-                            done = run_rollout_group(
-                                policy, [env for _, env in taken], [r[1] for r in group],
-                                np.stack([r[2] for r in group]), max_steps, still_steps,
-                                [rollout_stream(r[3], r[4]) for r in group], [r[4] for r in group],
-                            )
+                            done = run_rollout_group(policy, envs, states, np.stack(embs), max_steps, still_steps,
+                                                     streams, indices)
                     finally:
-                        for task, env in taken:
+                        for task, env in zip(tasks, envs):
                             idle.give(task, env)
                     conn.send(("ok", [(r.success, r.steps, r.final_state) for r in done]))
                 elif cmd == "reset":  # args: [(slot, task, initial state, still_steps)]
