@@ -172,6 +172,9 @@ class SequenceDataset:
         grasp_weight, grasp_steps: with a grasp_weight other than 1, batches carry a ``"weight"`` per step
             (`grasp_weights`: grasp_weight on the grasp_steps steps before each closing of the fingers
             and a few after, 1 elsewhere), by which the policy's loss weights each step.
+        gripper_lead: the fingers' command (the last action dimension) of each step is taken from this many
+            steps later in its demo (its last step's beyond the end): the fingers start to close, and to open,
+            that many steps before the demo's did. 0 keeps the demos' actions as they are.
         device: None to hold the data in host memory (numpy) and gather batches there; or a torch device to
             hold it there (images still uint8) and gather batches on it, so that a GPU's batches never
             cross the bus. The batches are the same either way (`"task_id"` stays on the host).
@@ -189,11 +192,14 @@ class SequenceDataset:
         grasp_steps: int = 15,
         device: torch.device | str | None = None,
         next_actions: int = 0,
+        gripper_lead: int = 0,
     ) -> None:
         if seq_len < 1:
             raise ValueError(f"seq_len must be at least 1, got {seq_len}")
         if next_actions < 0:
             raise ValueError(f"next_actions must be at least 0, got {next_actions}")
+        if gripper_lead < 0:
+            raise ValueError(f"gripper_lead must be at least 0, got {gripper_lead}")
         self.seq_len = int(seq_len)
         self.next_actions = int(next_actions)
         self.obs_keys = tuple(obs_keys)
@@ -258,6 +264,9 @@ class SequenceDataset:
         self._task_id = task_ids[self._index[:, 0]]
         self._task_pos = self._index[:, 0]
         self._task_emb = np.stack([np.asarray(t.task_emb, dtype=np.float32) for t in tasks])
+        if gripper_lead:
+            actions = self._arrays["actions"]  # this dataset's own copy
+            actions[:, -1] = actions[np.minimum(self._start + int(gripper_lead), self._last), -1]
         self._offsets = np.arange(self.seq_len, dtype=np.int64)
         self._next_offsets = np.arange(self.seq_len, self.seq_len + self.next_actions, dtype=np.int64)
         self._weight = (

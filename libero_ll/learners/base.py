@@ -76,6 +76,10 @@ class TrainConfig:
             before each closing of the fingers and the few after it (data.dataset.grasp_weights); the other
             steps weigh 1, replayed ones included.
         grasp_steps: steps before a closing of the fingers that grasp_weight covers.
+        gripper_lead: 0 (the paper's protocol: the demos' actions as they are) or how many steps earlier than
+            in its demo each closing and opening of the fingers is taught (SequenceDataset's gripper_lead):
+            the fingers' command of each step is taken from that many steps later in the demo. Replayed
+            windows are taught the same.
         data_on_device: hold the training windows (and ER's replay memory) on the policy's device and gather
             batches there: true, false, or null (auto: on a CUDA GPU when the data takes at most half of its
             free memory; on a CPU the host arrays are used). The batches are the same either way.
@@ -106,6 +110,7 @@ class TrainConfig:
     ema_decay: float = 0.0
     grasp_weight: float = 1.0
     grasp_steps: int = 15
+    gripper_lead: int = 0
     data_on_device: bool | None = None
     precision: str | None = "fp32"
     compile: bool | str | None = False
@@ -143,6 +148,8 @@ class TrainConfig:
             raise LiberoError(f"train.grasp_weight must be a positive number, got {self.grasp_weight!r}")
         if isinstance(self.grasp_steps, bool) or not isinstance(self.grasp_steps, int) or self.grasp_steps < 0:
             raise LiberoError(f"train.grasp_steps must be a non-negative integer, got {self.grasp_steps!r}")
+        if isinstance(self.gripper_lead, bool) or not isinstance(self.gripper_lead, int) or self.gripper_lead < 0:
+            raise LiberoError(f"train.gripper_lead must be a non-negative integer, got {self.gripper_lead!r}")
 
     def precision_on(self, device: torch.device) -> str:
         """The precision training uses on `device`: `precision`, or for null bf16 on a CUDA GPU, else fp32."""
@@ -160,7 +167,8 @@ class TrainConfig:
     def dataset(self, tasks: list[TaskData], policy) -> SequenceDataset:
         """`policy`'s training windows of `tasks` (`BasePolicy.windows`) with this config's grasp weighting,
         on the policy's device as `data_on_device` says."""
-        data = policy.windows(tasks, grasp_weight=self.grasp_weight, grasp_steps=self.grasp_steps)
+        data = policy.windows(tasks, grasp_weight=self.grasp_weight, grasp_steps=self.grasp_steps,
+                              gripper_lead=self.gripper_lead)
         if self.data_on_device is False:
             return data
         device = torch.device(policy.device)

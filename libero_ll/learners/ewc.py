@@ -98,7 +98,8 @@ class EWC(Learner):
         is larger than that of windows drawn across the task), with the policy in evaluation mode (no
         augmentation or dropout) or, with `fisher_mode: train`, in training mode.
         """
-        dataset = self.policy.windows([data])
+        # The likelihood training maximised: the fingers' commands as train.gripper_lead taught them.
+        dataset = self.policy.windows([data], gripper_lead=self.train_cfg.gripper_lead)
         bs = int(self.opts["fisher_batch_size"] or self.train_cfg.batch_size)
         params = {n: p for n, p in self.policy.named_parameters() if p.requires_grad}
         fisher = {n: torch.zeros_like(p) for n, p in params.items()}

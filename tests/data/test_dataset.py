@@ -193,6 +193,31 @@ def test_grasp_weight_covers_the_steps_before_every_closing_of_the_fingers():
     assert "weight" not in SequenceDataset([task], seq_len=3, obs_keys=KEYS).get_batch([1])
 
 
+def test_gripper_lead_moves_every_closing_and_opening_earlier_within_each_demo():
+    # Demo 0 closes at step 6, opens at 12 and closes again at 16; demo 1 (1 step) starts closed.
+    demos = [gripper_demo(20, closes=[6, 16], opens=[12]), gripper_demo(1, closes=[0]), gripper_demo(5, closes=[3])]
+    task = TaskData(task_id=0, demos=demos, task_emb=np.zeros(4))
+    kept = [d["actions"].copy() for d in demos]
+    ds = SequenceDataset([task], seq_len=3, obs_keys=KEYS, next_actions=2, gripper_lead=2)
+    grip = ds.get_batch(np.arange(len(ds)))["actions"][:, 0, -1].numpy()
+    expected = np.r_[np.where((np.arange(20) >= 4) & (np.arange(20) < 10) | (np.arange(20) >= 14), 1.0, -1.0),
+                     [1.0], [-1.0, 1.0, 1.0, 1.0, 1.0]]
+    np.testing.assert_array_equal(grip, expected)
+    # Only the fingers' command moves, and the demos themselves are left as they were.
+    np.testing.assert_array_equal(ds.get_batch([7])["actions"][0, :, :-1].numpy(), kept[0][7:10, :-1].astype(np.float32))
+    for d, before in zip(demos, kept):
+        np.testing.assert_array_equal(d["actions"], before)
+    # The chunk targets past a window are the led ones too; the last steps repeat the demo's last command.
+    batch = ds.get_batch([17, 21])
+    np.testing.assert_array_equal(batch["next_actions"][:, :, -1].numpy(), [[1.0, 1.0], [1.0, 1.0]])
+    np.testing.assert_array_equal(batch["actions"][1, :, -1].numpy(), [-1.0, 1.0, 1.0])
+    # Without a lead the commands are the demos'.
+    plain = SequenceDataset([task], seq_len=3, obs_keys=KEYS).get_batch(np.arange(26))["actions"][:, 0, -1]
+    np.testing.assert_array_equal(plain.numpy(), np.concatenate([d[:, -1] for d in kept]).astype(np.float32))
+    with pytest.raises(ValueError, match="gripper_lead must be at least 0"):
+        SequenceDataset([task], seq_len=3, obs_keys=KEYS, gripper_lead=-1)
+
+
 def test_bad_grasp_settings_are_named():
     from libero_ll.errors import LiberoError
     from libero_ll.learners.base import TrainConfig
@@ -204,6 +229,9 @@ def test_bad_grasp_settings_are_named():
         with pytest.raises(LiberoError, match="train.grasp_steps must be a non-negative integer"):
             TrainConfig(grasp_steps=bad)
     TrainConfig(grasp_weight=3, grasp_steps=0)
+    for bad in (-1, 1.5, None, True):
+        with pytest.raises(LiberoError, match="train.gripper_lead must be a non-negative integer"):
+            TrainConfig(gripper_lead=bad)
 
 
 def test_batches_gathered_on_a_device_equal_the_hosts():
