@@ -165,8 +165,8 @@ class TrainConfig:
         return self.compile
 
     def dataset(self, tasks: list[TaskData], policy) -> SequenceDataset:
-        """`policy`'s training windows of `tasks` (`BasePolicy.windows`) with this config's grasp weighting,
-        on the policy's device as `data_on_device` says."""
+        """`policy`'s training windows of `tasks` (`BasePolicy.windows`) with this config's grasp weighting and
+        fingers' lead, on the policy's device as `data_on_device` says."""
         data = policy.windows(tasks, grasp_weight=self.grasp_weight, grasp_steps=self.grasp_steps,
                               gripper_lead=self.gripper_lead)
         if self.data_on_device is False:

@@ -303,7 +303,7 @@ class BasePolicy(nn.Module):
     def windows(self, tasks: list[TaskData], **options: Any) -> SequenceDataset:
         """The training windows of `tasks` this policy's loss takes: its seq_len and observation keys, and
         the action_chunk - 1 actions after each window (its last steps' chunk targets). `options` go to
-        SequenceDataset (grasp_weight, grasp_steps, device)."""
+        SequenceDataset (grasp_weight, grasp_steps, gripper_lead, device)."""
         return SequenceDataset(tasks, self.seq_len, self.image_keys + self.lowdim_keys,
                                next_actions=self.action_chunk - 1, **options)
 

@@ -146,6 +146,20 @@ def test_er_replays_with_the_grasp_weight_of_the_current_data():
     assert set(batch["weight"].unique().tolist()) <= {1.0, 3.0}
 
 
+def test_er_replays_with_the_fingers_lead_of_the_current_data():
+    learner, batch = _er_batch_on_task_1(TrainConfig(epochs=1, batch_size=4, gripper_lead=2))
+    # The replayed windows' fingers' command is the memory's demos' own, 2 steps later (the last one's at the end).
+    led = []
+    for task in learner.memory:
+        for demo in task.demos:
+            grip = np.asarray(demo["actions"])[:, -1]
+            led.append(grip[np.minimum(np.arange(len(grip)) + 2, len(grip) - 1)])
+    replayed = learner.replay.get_batch(np.arange(len(learner.replay)))["actions"][:, 0, -1].numpy()
+    np.testing.assert_array_equal(replayed, np.concatenate(led))
+    assert not np.array_equal(replayed, np.concatenate([np.asarray(d["actions"])[:, -1] for t in learner.memory
+                                                        for d in t.demos]))
+
+
 def test_unknown_learner_and_option_are_named():
     policy = make_policy("resnet_t", TINY, META)
     with pytest.raises(LiberoError, match="seql"):
