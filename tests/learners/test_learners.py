@@ -147,7 +147,7 @@ def test_er_replays_with_the_grasp_weight_of_the_current_data():
 
 
 def test_er_replays_with_the_fingers_lead_of_the_current_data():
-    learner, batch = _er_batch_on_task_1(TrainConfig(epochs=1, batch_size=4, gripper_lead=2))
+    learner, _ = _er_batch_on_task_1(TrainConfig(epochs=1, batch_size=4, gripper_lead=2))
     # The replayed windows' fingers' command is the memory's demos' own, 2 steps later (the last one's at the end).
     led = []
     for task in learner.memory:
