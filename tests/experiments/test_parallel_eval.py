@@ -12,7 +12,7 @@ import pytest
 from libero_ll.envs.env import EnvConfig
 from libero_ll.errors import LiberoError
 from libero_ll.evaluation.rollout import rollout_stream, run_rollout_group, run_rollouts
-from libero_ll.evaluation.vector_eval import ParallelEvaluator, RolloutJob
+from libero_ll.evaluation.vector_eval import ParallelEvaluator, RolloutJob, next_group
 from libero_ll.experiments.lifelong import run_lifelong, suite_tasks
 
 
@@ -270,6 +270,39 @@ def test_a_policy_in_the_workers_steps_groups_of_rollouts_as_one_process(slot_po
         np.testing.assert_allclose(x.final_state, y.final_state, atol=1e-4)
     _same(slot_pool.rollouts(policy, 1, states, emb, 8, 12), grouped)
     assert len({r.final_state.tobytes() for r in grouped[:3]}) == 3
+
+
+def test_a_free_worker_takes_a_group_it_holds_environments_for():
+    groups = [[0, 0, 0], [0, 0, 0], [1, 1, 1], [1, 1, 1], [2, 2, 3]]
+    nothing = [{}, {}]
+    assert next_group(groups, 0, nothing, {}) == 0  # nothing held anywhere: the queue's order
+    assert next_group(groups, 1, nothing, {0: [0, 0, 0]}) == 2  # not the task the other worker is running
+    assert next_group(groups, 1, [{}, {1: 3}], {0: [0, 0, 0]}) == 2  # its own task's environments
+    assert next_group(groups, 0, [{1: 1, 2: 2}, {}], {}) == 2  # some of them, the first in the queue
+    assert next_group(groups, 0, [{1: 1, 2: 2, 3: 1}, {}], {}) == 4  # all of a group of two tasks
+    assert next_group(groups, 0, [{}, {0: 3, 1: 3}], {}) == 4  # what the other worker holds, last
+    assert next_group(groups, 0, [{}, {0: 3, 1: 3, 2: 3, 3: 3}], {}) == 0  # all held elsewhere: the queue's order
+    assert next_group([[5]], 1, [{}, {}], {0: [5]}) == 0  # the only group waiting is taken
+
+
+def test_each_worker_builds_the_environments_of_the_tasks_it_takes_once(make_smoke_config, smoke_envs, tmp_path):
+    """Two tasks' rollouts in groups of three on two workers: each worker takes both groups of one task and
+    builds three environments, not six (both groups of both tasks); a second evaluation builds none. The
+    rollouts are the same wherever they ran."""
+    cfg = make_smoke_config(tmp_path, Path("unused"))
+    tasks = suite_tasks(cfg.suite, list(cfg.tasks))
+    env_cfg = EnvConfig(image_size=int(cfg.env.image_size), robot_mesh=str(cfg.env.robot_mesh), max_steps=50)
+    policy = _tiny_policy(smoke_envs[0], deterministic=True)
+    emb = np.array([0.3, -0.2, 0.1, 0.5], np.float32)
+    jobs = [(k, env.sample_init_states(3, seed=6), emb, 6) for k, env in enumerate(smoke_envs)]
+    with ParallelEvaluator(tasks, env_cfg, workers=2, envs_per_worker=3) as p:
+        first = p.rollouts_many(policy, jobs, max_steps=8)
+        assert p.built == [3, 3]
+        second = p.rollouts_many(policy, jobs, max_steps=8)
+        assert p.built == [3, 3]
+    for a, b in zip(first, second):
+        _same(a, b)
+    assert all(len({r.final_state.tobytes() for r in rollouts}) == 3 for rollouts in first)  # three starts each
 
 
 def test_sampled_actions_in_the_workers_follow_the_callers_seed(pool, smoke_envs):
