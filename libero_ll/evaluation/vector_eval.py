@@ -171,12 +171,12 @@ def _load_policy(message: bytes, current):
 
 
 def next_group(groups: list[list[int]], worker: int, kept: list[dict], running: dict) -> int:
-    """Which of the groups waiting (each the task of each of its rollouts) a free `worker` takes: one it holds
-    environments for, all of them, else some of them, else one of tasks that no other worker holds or is
+    """Which of the groups waiting (each the task of each of its rollouts) a free `worker` takes: one whose
+    environments it holds, all of them, else some of them, else one of tasks that no other worker holds or is
     running, else the first waiting; among equals the first in the queue.
 
-    A group steps its rollouts in environments of their tasks, and building one takes about a second, half of
-    what a group of five rollouts takes on 2 cores: a worker that takes both groups of a task one after the other
+    A group steps its rollouts in environments of their tasks, and building one takes about a second (at the cpu
+    preset's settings; five for a group of five): a worker that takes both groups of a task one after the other
     builds its environments once, where taking the queue in order made both workers build every task's.
     `kept`: per worker, task -> environments it keeps (`EnvPool.kept`); `running`: worker -> the tasks of the
     group it is running.
