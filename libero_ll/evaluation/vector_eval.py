@@ -2,7 +2,7 @@
 
 Each worker is spawned, so that it gets its own simulator and rendering context; it builds the environments
 it is asked for and keeps them for the next rollouts of the same task. Rollout i of a task always starts from
-its init_states[i % M], and a free worker takes the next rollout waiting, of the same task or, with
+its init_states[i % M], and a free worker takes a rollout waiting, of the same task or, with
 `rollouts_many`, of any task of the evaluation. The policy acts in one of two ways:
 
 - In the workers (a policy on the CPU): each worker gets a copy of the policy with the caller's current
