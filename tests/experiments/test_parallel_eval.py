@@ -285,22 +285,22 @@ def test_a_free_worker_takes_a_group_it_holds_environments_for():
     assert next_group([[5]], 1, [{}, {}], {0: [5]}) == 0  # the only group waiting is taken
 
 
-def test_each_worker_builds_the_environments_of_the_tasks_it_takes_once(make_smoke_config, smoke_envs, tmp_path):
-    """Two tasks' rollouts in groups of three on two workers: each worker takes both groups of one task and
-    builds three environments, not six (both groups of both tasks); a second evaluation builds none. The
-    rollouts are the same wherever they ran."""
+def test_each_worker_takes_again_the_task_whose_environments_it_built(make_smoke_config, smoke_envs, tmp_path):
+    """Two tasks' rollouts, one group each, on two workers: each worker builds the environments of the task it
+    took. Asked again with the tasks in the other order, each takes its own task again and builds nothing, where
+    taking the queue in order would have had each build the other's. The rollouts are the same either way."""
     cfg = make_smoke_config(tmp_path, Path("unused"))
     tasks = suite_tasks(cfg.suite, list(cfg.tasks))
     env_cfg = EnvConfig(image_size=int(cfg.env.image_size), robot_mesh=str(cfg.env.robot_mesh), max_steps=50)
     policy = _tiny_policy(smoke_envs[0], deterministic=True)
     emb = np.array([0.3, -0.2, 0.1, 0.5], np.float32)
-    jobs = [(k, env.sample_init_states(3, seed=6), emb, 6) for k, env in enumerate(smoke_envs)]
+    jobs = [(k, env.sample_init_states(3, seed=6), emb, 3) for k, env in enumerate(smoke_envs)]
     with ParallelEvaluator(tasks, env_cfg, workers=2, envs_per_worker=3) as p:
         first = p.rollouts_many(policy, jobs, max_steps=8)
+        assert p.built == [3, 3] and p._kept == [{0: 3}, {1: 3}]
+        second = p.rollouts_many(policy, jobs[::-1], max_steps=8)
         assert p.built == [3, 3]
-        second = p.rollouts_many(policy, jobs, max_steps=8)
-        assert p.built == [3, 3]
-    for a, b in zip(first, second):
+    for a, b in zip(first, second[::-1]):
         _same(a, b)
     assert all(len({r.final_state.tobytes() for r in rollouts}) == 3 for rollouts in first)  # three starts each
 
