@@ -33,7 +33,7 @@ import multiprocessing.connection
 import traceback
 from collections import Counter
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -331,7 +331,8 @@ class ParallelEvaluator:
         return self.rollouts_many(policy, [job], max_steps, still_steps, recorder)[0]
 
     def rollouts_many(self, policy, jobs: list, max_steps: int, still_steps: int = 0,
-                      recorder=None) -> list[list[Rollout]]:
+                      recorder=None, on_done: Callable[[int, list[Rollout]], None] | None = None
+                      ) -> list[list[Rollout]]:
         """Run the rollouts of several tasks at once: a free slot takes the next rollout of any job.
 
         The rollouts wait in one queue, job after job and in order of their number within a job. With the
@@ -357,6 +358,10 @@ class ParallelEvaluator:
             recorder: when given, ``recorder.frame(task, i, obs)`` receives every observation of rollout i of
                 a job of task number ``task`` (the first after the reset, then one per step) and
                 ``recorder.end(task, i, success)`` its end, as in `run_rollouts`.
+            on_done: when given, ``on_done(k, rollouts)`` as soon as the last rollout of job k has ended (its
+                rollouts in order of their number; a job of no rollouts before any rollout starts), while the
+                other jobs' rollouts go on: e.g. to report each task as it is done. What it raises stops the
+                call (the workers' rollouts still out are read by the next call, or ended by `close`).
 
         Returns:
             For each job, its rollouts in order of their number.
@@ -371,10 +376,20 @@ class ParallelEvaluator:
             raise LiberoError(f"the jobs' task embeddings differ in shape: {sorted(dims)}")
         jobs = [job if job.seed is not None else job._replace(seed=draw_seed()) for job in jobs]
         self._drain()
-        if self._runs_in_workers(policy, recorder):
-            return self._rollouts_in_workers(policy, jobs, max_steps, still_steps)
-        queue = [(k, i) for k, job in enumerate(jobs) for i in range(job.num_rollouts)]
         done: list[dict[int, Rollout]] = [{} for _ in jobs]
+
+        def keep(k: int, rollout: Rollout) -> None:
+            done[k][rollout.index] = rollout
+            if on_done is not None and len(done[k]) == jobs[k].num_rollouts:
+                on_done(k, [done[k][i] for i in range(jobs[k].num_rollouts)])
+
+        if on_done is not None:
+            for k, job in enumerate(jobs):
+                if job.num_rollouts == 0:
+                    on_done(k, [])
+        if self._runs_in_workers(policy, recorder):
+            return self._rollouts_in_workers(policy, jobs, max_steps, still_steps, done, keep)
+        queue = [(k, i) for k, job in enumerate(jobs) for i in range(job.num_rollouts)]
         # Slot s (a place in the policy's batch) is stepped by worker s % workers: the workers' shares
         # differ by one rollout at most.
         n = min(self.workers * self.envs_per_worker, len(queue))
@@ -435,9 +450,9 @@ class ParallelEvaluator:
                 following = self._gather(starting)
                 for s, success in ended:
                     k, i = finished[s]
-                    done[k][i] = Rollout(i, success, steps[s], final[s])
                     if recorder is not None:
                         recorder.end(jobs[k].task, i, success)
+                    keep(k, Rollout(i, success, steps[s], final[s]))
                     if s in following:
                         obs[s], steps[s] = following[s], 0
                         embs[s] = jobs[slot[s][0]].task_emb
@@ -458,8 +473,9 @@ class ParallelEvaluator:
         return (self.policy_in_workers and recorder is None and isinstance(policy, BasePolicy)
                 and policy.device.type == "cpu")
 
-    def _rollouts_in_workers(self, policy, jobs: list[RolloutJob], max_steps: int,
-                             still_steps: int) -> list[list[Rollout]]:
+    def _rollouts_in_workers(self, policy, jobs: list[RolloutJob], max_steps: int, still_steps: int,
+                             done: list[dict[int, Rollout]], keep: Callable[[int, Rollout], None]
+                             ) -> list[list[Rollout]]:
         """`rollouts_many` with each worker running whole rollouts with a copy of the policy.
 
         The rollouts waiting are cut into groups of consecutive ones, `envs_per_worker` at most and fewer where
@@ -471,10 +487,10 @@ class ParallelEvaluator:
         its sampled actions from its own stream (its job's seed and its number); which worker runs a group
         does not matter, and the groups are the same at every call, so a deterministic policy's rollouts
         are the same at every call with the same workers and envs_per_worker (and up to the rounding of a
-        batch of another size with other ones).
+        batch of another size with other ones). Each rollout that ends goes to `keep` (job, rollout), which
+        puts it in `done`.
         """
         queue = [(k, i) for k, job in enumerate(jobs) for i in range(job.num_rollouts)]
-        done: list[dict[int, Rollout]] = [{} for _ in jobs]
         if not queue:
             return [[] for _ in jobs]
         message = _policy_message(policy)
@@ -505,10 +521,10 @@ class ParallelEvaluator:
             for w in [w for w in list(running) if self._conns[w] in ready]:
                 group = running.pop(w)
                 results, self._kept[w], self.built[w] = self._result(w)
-                for (k, i), (success, steps, final) in zip(group, results):
-                    done[k][i] = Rollout(i, bool(success), int(steps), final)
-                if groups:
+                if groups:  # the next group first: the worker rolls it out while `keep` reports
                     give(w)
+                for (k, i), (success, steps, final) in zip(group, results):
+                    keep(k, Rollout(i, bool(success), int(steps), final))
         return [[d[i] for i in range(job.num_rollouts)] for d, job in zip(done, jobs)]
 
     def _drain(self) -> None:

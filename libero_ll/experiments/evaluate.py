@@ -25,6 +25,7 @@ import torch
 from libero_ll.errors import LiberoError
 from libero_ll.experiments.checkpoint import FINAL_POLICY, derive_seed, isolated_rng, load_checkpoint
 from libero_ll.experiments.lifelong import (
+    ALL_TASKS,
     STATE_FILE,
     _device,
     env_config,
@@ -395,7 +396,9 @@ def evaluate_run(
             there that already holds rollout videos (of an earlier evaluation) is refused unless `overwrite`.
         recorder: instead of `video_dir`, any rollout recorder (``frame(task, i, obs)`` and
             ``end(task, i, success)``, task numbers from 0; see `libero_ll.evaluation.video`).
-        log: receives progress lines.
+        log: receives progress lines, one per task as soon as it is done. With several workers and one policy
+            for every task (all learners but PackNet's final policy), the tasks' rollouts are in flight
+            together, so tasks may be done out of order; they run one after another otherwise.
         actions: "sampled" (drawn from the policy's action head, the paper's protocol) or "mode" (the mean of
             its most likely component); default the run's own (`policy.cfg.deterministic_eval`).
         overwrite: remove the rollout videos of the evaluated tasks already in `video_dir` (all of them, so
@@ -475,32 +478,53 @@ def evaluate_run(
         threads = torch.get_num_threads()
         if evaluator is not None:
             torch.set_num_threads(1)  # the workers need the cores
-        results = []
+        results: list[TaskResult] = []
+
+        def keep(j: int, done: list, when: str) -> None:
+            wins = [r for r in done if r.success]
+            low, high = wilson_interval(len(wins), len(done))
+            results.append(TaskResult(
+                task=names[j], number=j + 1, successes=len(wins), rollouts=len(done), low=low, high=high,
+                mean_steps_to_success=float(np.mean([r.steps for r in wins])) if wins else None,
+                outcomes=[bool(r.success) for r in done],
+            ))
+            log(f"task {j + 1} {names[j]}: {len(wins)}/{len(done)} = {len(wins) / len(done):.2f} "
+                f"(95% {low:.2f}-{high:.2f}) {when}")
+
+        # Rollout i of task j draws its sampled actions from its own stream (seed `streams[j]`, i): the same
+        # with any number of workers, with --video, and task by task or with the other tasks.
+        streams = {j: derive_seed(int(cfg.seed), EVALUATE_STREAM, j) for j in chosen}
         try:
-            for j in chosen:
+            if evaluator is not None and len(chosen) > 1 and learner.shares_eval_context(list(chosen)):
+                # Every task's rollouts in one queue: no worker waits for another at the end of each task,
+                # and a worker keeps to the tasks whose environments it has built. Each task is reported
+                # as soon as its last rollout ends.
                 t0 = time.time()
-                stream = derive_seed(int(cfg.seed), EVALUATE_STREAM, j)
-                with learner.eval_context(j), isolated_rng(stream), torch.no_grad():
+                jobs = [(j, states[j], embs[j], n_rollouts, streams[j]) for j in chosen]
+                everything = derive_seed(int(cfg.seed), EVALUATE_STREAM, ALL_TASKS)
+                with learner.eval_context(chosen[0]), isolated_rng(everything), torch.no_grad():
                     policy.eval()
-                    args = (states[j], embs[j], n_rollouts, cap, int(cfg.eval.still_steps))
-                    # Rollout i draws its sampled actions from its own stream (seed `stream`, i): the same with
-                    # any number of workers, and with --video.
-                    if evaluator is not None:
-                        done = evaluator.rollouts(policy, j, *args, recorder=recorder, seed=stream)
-                    else:
-                        done = run_rollouts(policy, envs[j], *args, recorder=recorder, task=j, seed=stream)
-                wins = [r for r in done if r.success]
-                low, high = wilson_interval(len(wins), len(done))
-                results.append(TaskResult(
-                    task=names[j], number=j + 1, successes=len(wins), rollouts=len(done), low=low, high=high,
-                    mean_steps_to_success=float(np.mean([r.steps for r in wins])) if wins else None,
-                    outcomes=[bool(r.success) for r in done],
-                ))
-                log(f"task {j + 1} {names[j]}: {len(wins)}/{len(done)} = {len(wins) / len(done):.2f} "
-                    f"(95% {low:.2f}-{high:.2f}) in {time.time() - t0:.0f}s")
+                    evaluator.rollouts_many(
+                        policy, jobs, cap, int(cfg.eval.still_steps), recorder=recorder,
+                        on_done=lambda k, done: keep(chosen[k], done, f"after {time.time() - t0:.0f}s"),
+                    )
+            else:
+                for j in chosen:
+                    t0 = time.time()
+                    with learner.eval_context(j), isolated_rng(streams[j]), torch.no_grad():
+                        policy.eval()
+                        args = (states[j], embs[j], n_rollouts, cap, int(cfg.eval.still_steps))
+                        if evaluator is not None:
+                            done = evaluator.rollouts(policy, j, *args, recorder=recorder, seed=streams[j])
+                        else:
+                            done = run_rollouts(policy, envs[j], *args, recorder=recorder, task=j,
+                                                seed=streams[j])
+                    keep(j, done, f"in {time.time() - t0:.0f}s")
+            results.sort(key=lambda r: r.number)
         except KeyboardInterrupt as stop:
             if not results:
                 raise
+            results.sort(key=lambda r: r.number)
             # The tasks evaluated so far are not lost: the caller saves them, marked, then stops.
             raise EvaluationInterrupted(Evaluation(
                 run_dir=str(run_dir), checkpoint=str(weights.relative_to(run_dir)), init_states=where,

@@ -351,6 +351,12 @@ def test_packnet_final_policy_gives_each_task_its_own_network(tmp_path, smoke_da
                      int(cfg.eval.still_steps), recorder=plain, task=0)
     assert np.array_equal(plain.frames[(0, 0)][0], masked.frames[(0, 0)][0])
     assert not np.array_equal(plain.frames[(0, 0)][-1], masked.frames[(0, 0)][-1])
+    # With two workers the tasks are rolled out one after another, each through its own network, as in one
+    # process (all at once, task 2 would act through task 1's).
+    alone, two = Frames(), Frames()
+    evaluate_run(run, workers=1, recorder=alone, log=lambda s: None)
+    evaluate_run(run, workers=2, recorder=two, log=lambda s: None)
+    assert _same(alone, two, levels=2, share=0.01) and alone.ends == two.ends
     with pytest.raises(LiberoError, match="no other task's network"):
         evaluate_run(run, checkpoint="1", tasks=["2"], workers=1, log=lambda s: None)
     # The last saved state of the finished run is its final policy, task 1 through its own network too.
@@ -360,6 +366,45 @@ def test_packnet_final_policy_gives_each_task_its_own_network(tmp_path, smoke_da
     (run / "resume.pt").unlink()
     with pytest.raises(LiberoError, match="has no resume.pt"):
         evaluate_run(run, workers=1, log=lambda s: None)
+
+
+def test_with_workers_every_task_is_in_flight_at_once_and_reported_when_done(run_dir, monkeypatch):
+    """With two workers the policy in them, both tasks' rollouts go in one queue; each task is logged when its
+    last rollout ends, the results come in task order, the same as task by task in one process, and a stop
+    after the first task is done keeps that task."""
+    from libero_ll.evaluation.vector_eval import ParallelEvaluator
+    from libero_ll.experiments.evaluate import EvaluationInterrupted
+
+    real = ParallelEvaluator.rollouts_many
+    calls = []
+
+    def spied(self, policy, jobs, *args, **kwargs):
+        calls.append([job[0] for job in jobs])
+        return real(self, policy, jobs, *args, **kwargs)
+
+    monkeypatch.setattr(ParallelEvaluator, "rollouts_many", spied)
+    lines = []
+    together = evaluate_run(run_dir, rollouts=3, workers=2, log=lines.append)
+    assert calls == [[0, 1]]
+    assert [r.number for r in together.tasks] == [1, 2]
+    done = [line for line in lines if line.startswith("task ")]
+    assert len(done) == 2 and all(" after " in line and "/3 = " in line for line in done)
+    alone = evaluate_run(run_dir, rollouts=3, workers=1, log=lambda s: None)
+    assert [r.outcomes for r in together.tasks] == [r.outcomes for r in alone.tasks]
+    # Stopped when the first task is reported: it is kept, marked, and the stop goes on.
+
+    def stop_after_the_first(self, policy, jobs, *args, on_done=None, **kwargs):
+        def reported(k, rollouts):
+            on_done(k, rollouts)
+            raise KeyboardInterrupt
+
+        return real(self, policy, jobs, *args, on_done=reported, **kwargs)
+
+    monkeypatch.setattr(ParallelEvaluator, "rollouts_many", stop_after_the_first)
+    with pytest.raises(EvaluationInterrupted) as stopped:
+        evaluate_run(run_dir, rollouts=3, workers=2, log=lambda s: None)
+    kept = stopped.value.evaluation
+    assert kept.interrupted and len(kept.tasks) == 1 and kept.tasks[0].rollouts == 3
 
 
 def test_wilson_interval():

@@ -178,8 +178,13 @@ def test_rollouts_of_two_tasks_at_once_equal_each_task_alone(pool, smoke_envs):
     embs = [np.array([0.0, 0.15, 1.05, 2.0], np.float32), np.array([-0.1, -0.1, 1.15, 6.0], np.float32)]
     jobs = [RolloutJob(0, states[0], embs[0], 3), (1, states[1], embs[1], 2), (1, states[1], embs[1], 0)]
     policy = TargetPolicy()
-    together = pool.rollouts_many(policy, jobs, max_steps=16, still_steps=3)
+    reported = []
+    together = pool.rollouts_many(policy, jobs, max_steps=16, still_steps=3,
+                                  on_done=lambda k, rollouts: reported.append((k, rollouts)))
     assert [len(r) for r in together] == [3, 2, 0]
+    # Each job was reported once, with its rollouts; the job of none before any rollout ran.
+    assert reported[0] == (2, []) and sorted(k for k, _ in reported) == [0, 1, 2]
+    assert all(len(r) == len(together[k]) and all(a is b for a, b in zip(r, together[k])) for k, r in reported)
     for k in (0, 1):
         _same(together[k], run_rollouts(TargetPolicy(), smoke_envs[k], states[k], embs[k], jobs[k][3], 16, 3))
     # The policy saw one embedding per worker, the tasks' mixed in one batch at some step.
@@ -295,9 +300,13 @@ def test_each_worker_takes_again_the_task_whose_environments_it_built(make_smoke
     policy = _tiny_policy(smoke_envs[0], deterministic=True)
     emb = np.array([0.3, -0.2, 0.1, 0.5], np.float32)
     jobs = [(k, env.sample_init_states(3, seed=6), emb, 3) for k, env in enumerate(smoke_envs)]
+    reported = []
     with ParallelEvaluator(tasks, env_cfg, workers=2, envs_per_worker=3) as p:
-        first = p.rollouts_many(policy, jobs, max_steps=8)
+        first = p.rollouts_many(policy, jobs, max_steps=8, on_done=lambda k, rollouts: reported.append((k, rollouts)))
         assert p.built == [3, 3] and p._kept == [{0: 3}, {1: 3}]
+        # Each task was reported once, with its rollouts, as it was done.
+        assert sorted(k for k, _ in reported) == [0, 1]
+        assert all(len(r) == 3 and all(a is b for a, b in zip(r, first[k])) for k, r in reported)
         second = p.rollouts_many(policy, jobs[::-1], max_steps=8)
         assert p.built == [3, 3]
     for a, b in zip(first, second[::-1]):
