@@ -284,14 +284,19 @@ class CameraRenderer:
         # `render_many` draws pictures side by side in the offscreen buffer.
         context.vis.global_.offwidth = max(context.vis.global_.offwidth, self._columns * size)
         context_quality = context.vis.quality
-        kept = context_quality.numslices, context_quality.numstacks
+        kept = context_quality.numslices, context_quality.numstacks, context_quality.shadowsize
         # The context makes the round geoms' meshes from these when it is created; the model (and its
         # saved XML) keeps its own.
         context_quality.numslices, context_quality.numstacks = slices, stacks
+        if not shadows:
+            # No shadow map: MuJoCo makes one of shadowsize x shadowsize (4096 by default) whether shadows are
+            # drawn or not, about 64 MB of every environment's memory with a software renderer (a quarter of
+            # it at the cpu preset's settings; docs/speed.md).
+            context_quality.shadowsize = 0
         try:
             self._renderer = _make_renderer(context, size)
         finally:
-            context_quality.numslices, context_quality.numstacks = kept
+            context_quality.numslices, context_quality.numstacks, context_quality.shadowsize = kept
         if self._shapes is not None:
             self._shapes.context_model = None  # its GL objects are made; the copy is not needed again
         flags = self._renderer.scene.flags

@@ -49,6 +49,37 @@ def test_no_culling_with_shadows_or_reflections(soup_env):
             r.close()
 
 
+def test_without_shadows_the_gl_context_has_no_shadow_map_and_no_pixel_changes(soup_env):
+    """MuJoCo's 4096 x 4096 shadow map (about 64 MB of a software renderer's memory) is made only for a renderer
+    that draws shadows; the model keeps its own size, and the pictures are those of a renderer given the map
+    whose shadows are turned off."""
+    import mujoco
+
+    quality = soup_env.model.vis.quality
+    own = int(quality.shadowsize)
+    assert own > 0
+    lean = CameraRenderer(soup_env.model, 64)
+    given = CameraRenderer(soup_env.model, 64, shadows=True)
+    try:
+        assert lean._renderer._mjr_context.shadowSize == 0 and given._renderer._mjr_context.shadowSize == own
+        assert quality.shadowsize == own
+        given._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
+        soup_env.reset(seed=5)
+        rng = np.random.default_rng(4)
+        previous = None
+        for step in range(6):
+            soup_env.step(np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])])
+            for cam in CAMERAS:
+                a = lean.render(soup_env.data, cam)
+                np.testing.assert_array_equal(a, given.render(soup_env.data, cam), err_msg=f"{cam} after step {step}")
+            if previous is not None:
+                assert (previous != a).any(), "the wrist image did not change while the arm moved"
+            previous = a
+    finally:
+        lean.close()
+        given.close()
+
+
 def test_round_geoms_drawn_with_fewer_facets_change_few_pixels_and_not_the_model(soup_env):
     """Observations draw spheres and cylinders with ROUND_SLICES x ROUND_STACKS facets; the model keeps its own
     (MuJoCo's 28 x 16, which `fine_round` draws) and the pictures differ only along round outlines."""
