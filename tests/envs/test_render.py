@@ -13,25 +13,37 @@ from libero_ll.envs.render import CameraRenderer
 CAMERAS = ("agentview", "robot0_eye_in_hand")
 
 
+def _same_pictures_while_moving(env, first, second, steps: int, seed: int, also=None) -> None:
+    """Large random moves of the arm from env's reset(seed); after each, both renderers' pictures from every
+    camera are the same pixel for pixel, and the wrist camera's picture has changed. `also(cam)` runs after
+    each camera's pair."""
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    previous = None
+    for step in range(steps):
+        # Large random moves swing the wrist camera over the table, the robot and the room.
+        env.step(np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])])
+        for cam in CAMERAS:
+            a = first.render(env.data, cam)
+            np.testing.assert_array_equal(a, second.render(env.data, cam), err_msg=f"{cam} after step {step}")
+            if also is not None:
+                also(cam)
+        if previous is not None:
+            assert (previous != a).any(), "the wrist image did not change while the arm moved"
+        previous = a
+
+
 def test_culled_images_are_the_same_pixel_for_pixel(soup_env):
-    soup_env.reset(seed=3)
     full = CameraRenderer(soup_env.model, 64, cull=False)
     culled = CameraRenderer(soup_env.model, 64)
     groups = soup_env.model.geom_group.copy()
-    rng = np.random.default_rng(0)
     left_out = {cam: 0 for cam in CAMERAS}
+
+    def count(cam):
+        left_out[cam] += full._renderer.scene.ngeom - culled._renderer.scene.ngeom
+
     try:
-        previous = None
-        for step in range(12):
-            # Large random moves swing the wrist camera over the table, the robot and the room.
-            soup_env.step(np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])])
-            for cam in CAMERAS:
-                a, b = full.render(soup_env.data, cam), culled.render(soup_env.data, cam)
-                np.testing.assert_array_equal(a, b, err_msg=f"{cam} after step {step}")
-                left_out[cam] += full._renderer.scene.ngeom - culled._renderer.scene.ngeom
-            if previous is not None:
-                assert (previous != a).any(), "the wrist image did not change while the arm moved"
-            previous = a
+        _same_pictures_while_moving(soup_env, full, culled, steps=12, seed=3, also=count)
     finally:
         full.close()
         culled.close()
@@ -64,17 +76,7 @@ def test_without_shadows_the_gl_context_has_no_shadow_map_and_no_pixel_changes(s
         assert lean._renderer._mjr_context.shadowSize == 0 and given._renderer._mjr_context.shadowSize == own
         assert quality.shadowsize == own
         given._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
-        soup_env.reset(seed=5)
-        rng = np.random.default_rng(4)
-        previous = None
-        for step in range(6):
-            soup_env.step(np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])])
-            for cam in CAMERAS:
-                a = lean.render(soup_env.data, cam)
-                np.testing.assert_array_equal(a, given.render(soup_env.data, cam), err_msg=f"{cam} after step {step}")
-            if previous is not None:
-                assert (previous != a).any(), "the wrist image did not change while the arm moved"
-            previous = a
+        _same_pictures_while_moving(soup_env, lean, given, steps=6, seed=5)
     finally:
         lean.close()
         given.close()
