@@ -9,6 +9,7 @@ import torch
 from libero_ll.errors import LiberoError
 from libero_ll.policies import ResNetTConfig, make_policy
 from libero_ll.policies.gmm import gmm_mode
+from test_architectures import step_obs, window
 
 H = 32
 D = 12
@@ -46,21 +47,6 @@ def make_batch(b=3, t=5, seed=0):
         "task_emb": torch.randn(b, D, generator=g),
         "task_id": torch.zeros(b, dtype=torch.long),
     }
-
-
-def window(batch, start, stop):
-    """Steps [start, stop) of every window of a batch."""
-    return {
-        **batch,
-        "obs": {k: v[:, start:stop] for k, v in batch["obs"].items()},
-        "actions": batch["actions"][:, start:stop],
-        "mask": batch["mask"][:, start:stop],
-    }
-
-
-def step_obs(batch, t, envs=slice(None)):
-    """One rollout step (numpy, HWC images) cut from a batch at time t."""
-    return {k: v[envs, t].numpy() for k, v in batch["obs"].items()}
 
 
 def assert_rollout_matches_window(policy, batch):
