@@ -28,6 +28,7 @@ from libero_ll.experiments.lifelong import (
     ALL_TASKS,
     STATE_FILE,
     _device,
+    all_tasks_at_once,
     env_config,
     resolve_workers,
     suite_tasks,
@@ -495,7 +496,7 @@ def evaluate_run(
         # with any number of workers, with --video, and task by task or with the other tasks.
         streams = {j: derive_seed(int(cfg.seed), EVALUATE_STREAM, j) for j in chosen}
         try:
-            if evaluator is not None and len(chosen) > 1 and learner.shares_eval_context(list(chosen)):
+            if all_tasks_at_once(evaluator, learner, chosen):
                 # Every task's rollouts in one queue: no worker waits for another at the end of each task,
                 # and a worker keeps to the tasks whose environments it has built. Each task is reported
                 # as soon as its last rollout ends.

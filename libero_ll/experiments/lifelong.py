@@ -695,6 +695,12 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
     return run_dir
 
 
+def all_tasks_at_once(evaluator, learner, tasks: list[int]) -> bool:
+    """Whether the rollouts of `tasks` go into one queue of the ParallelEvaluator `evaluator` (None: no
+    workers): there are several tasks and the learner's `eval_context` is the same for all of them."""
+    return evaluator is not None and len(tasks) > 1 and learner.shares_eval_context(list(tasks))
+
+
 def evaluate_tasks(tasks: list[int], when: tuple[int, ...], cfg, policy, learner, init_states: list,
                    embs: np.ndarray, envs: list, evaluator=None) -> list[float]:
     """Success rate of each of `tasks` at one evaluation point, in the order of `tasks`.
@@ -726,7 +732,7 @@ def evaluate_tasks(tasks: list[int], when: tuple[int, ...], cfg, policy, learner
     seed = int(cfg.seed)
     # Rollout i of task j at this evaluation point draws its sampled actions from a stream of its own, seeded
     # by (run seed, stage, epoch, task) and i: the same however the rollouts are spread over processes.
-    if evaluator is not None and len(tasks) > 1 and learner.shares_eval_context(list(tasks)):
+    if all_tasks_at_once(evaluator, learner, tasks):
         jobs = [(j, init_states[j], embs[j], rollouts, derive_seed(seed, *when, j)) for j in tasks]
         stream = derive_seed(seed, *when, ALL_TASKS)
         with learner.eval_context(tasks[0]), isolated_rng(stream), torch.no_grad():
