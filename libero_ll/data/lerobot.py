@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -214,6 +215,7 @@ class _VideoWriter:
         self.stream = None
         self.frames = 0  # in the open file
         self.bytes = 0  # of the packets written to the open file
+        self.last_dts = None  # of the last packet written to the open file, in frames
         self.paths: list[Path] = []
 
     def _open(self, width: int, height: int) -> None:
@@ -224,6 +226,7 @@ class _VideoWriter:
             self.chunk, self.file = self.chunk + 1, 0
         path = self.root / VIDEO_PATH.format(video_key=self.key, chunk_index=self.chunk, file_index=self.file)
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.paths.append(path)
         self.container = av.open(str(path), "w")
         self.stream = self.container.add_stream(
             self.options.vcodec, rate=self.fps, options=self.options.options()
@@ -231,7 +234,24 @@ class _VideoWriter:
         self.stream.width, self.stream.height, self.stream.pix_fmt = width, height, "yuv420p"
         self.stream.time_base = Fraction(1, self.fps)
         self.frames = self.bytes = 0
-        self.paths.append(path)
+        self.last_dts = None
+
+    def _mux(self, packet) -> None:
+        """Write one encoded packet. A decoding time that does not come after the last one's is moved to just after
+        it, as ffmpeg's own command line does for every stream, instead of the container refusing the packet
+        (errno 22, "non monotonically increasing dts"); a presentation time before it moves with it."""
+        if packet.dts is not None:
+            if self.last_dts is not None and packet.dts <= self.last_dts:
+                warnings.warn(
+                    f"{self.paths[-1].relative_to(self.root)}: the {self.options.vcodec} encoder gave a packet the "
+                    f"decoding time {packet.dts} (in frames), not after the one before it ({self.last_dts}); it is "
+                    f"written at {self.last_dts + 1}", stacklevel=2)
+                if packet.pts is not None and packet.pts >= packet.dts:
+                    packet.pts = max(packet.pts, self.last_dts + 1)
+                packet.dts = self.last_dts + 1
+            self.last_dts = packet.dts
+        self.bytes += packet.size
+        self.container.mux(packet)
 
     def add(self, frames: np.ndarray) -> dict:
         """Append one episode's frames (T, H, W, 3) uint8; returns its entries of the episode table."""
@@ -247,8 +267,7 @@ class _VideoWriter:
             vf.pts = self.frames
             vf.time_base = Fraction(1, self.fps)
             for packet in self.stream.encode(vf):
-                self.bytes += packet.size
-                self.container.mux(packet)
+                self._mux(packet)
             self.frames += 1
         return {
             f"videos/{self.key}/chunk_index": self.chunk,
@@ -260,9 +279,19 @@ class _VideoWriter:
     def close(self) -> None:
         if self.container is not None:
             for packet in self.stream.encode():
-                self.container.mux(packet)
+                self._mux(packet)
             self.container.close()
             self.container = None
+
+
+def _video_error(error, writer: _VideoWriter, where: str) -> LiberoError:
+    """A LiberoError for an encoder's or muxer's error while `writer` wrote the frames of `where`."""
+    said = error.log[2].strip() if error.log else ""
+    return LiberoError(
+        f"{where}: encoding camera {writer.key} with {writer.options.vcodec} into "
+        f"{writer.paths[-1].relative_to(writer.root)} failed: {error.strerror}"
+        f"{f' ({said})' if said else ''}; nothing was written: export again, or with --vcodec libx264"
+    )
 
 
 class _ParquetFiles:
@@ -432,6 +461,14 @@ def export_lerobot(
     # SVT-AV1 prints its settings on stderr for every file unless told otherwise.
     svt_log = os.environ.get("SVT_LOG")
     os.environ["SVT_LOG"] = "1"
+    # The muxer's and encoders' error messages, kept so that a failure can say what went wrong (PyAV's logging
+    # is off by default, and an error then says only "Invalid argument").
+    import av.logging
+
+    av_level = av.logging.get_level()
+    av.logging.set_level(av.logging.ERROR)
+    av_logs = av.logging.Capture()
+    av_logs.__enter__()
     videos: dict[str, _VideoWriter] = {}
     data = _ParquetFiles(tmp, DATA_PATH, data_file_size_mb)
     try:
@@ -497,7 +534,10 @@ def export_lerobot(
                 for key, f in frames.items():
                     if key not in videos:
                         videos[key] = _VideoWriter(tmp, key, fps, video, video_file_size_mb)
-                    row.update(videos[key].add(f))
+                    try:
+                        row.update(videos[key].add(f))
+                    except av.FFmpegError as e:
+                        raise _video_error(e, videos[key], f"demo file {path}: data/{demo_names(path)[k]}") from None
                     one = _ImageStats()
                     one.add(f)
                     image_stats[key].add(f)
@@ -516,7 +556,10 @@ def export_lerobot(
                 index += T
         data.close()
         for w in videos.values():
-            w.close()
+            try:
+                w.close()
+            except av.FFmpegError as e:
+                raise _video_error(e, w, "the last episode's frames") from None
         if not episodes:
             raise LiberoError(f"{', '.join(map(str, files))}: no demos to export")
         _write_episodes(tmp, episodes)
@@ -556,6 +599,8 @@ def export_lerobot(
                 break
         raise
     finally:
+        av_logs.__exit__(None, None, None)
+        av.logging.set_level(av_level)
         if svt_log is None:
             os.environ.pop("SVT_LOG", None)
         else:

@@ -472,3 +472,75 @@ def test_a_failed_export_removes_the_folders_it_made(tmp_path, capsys):
     assert main(["export", str(folder), "--out", str(tmp_path / "new" / "ds"), "--quiet"]) == 2
     assert "data/demo_1/actions has shape (5, 3)" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["demos"]
+
+
+def _encode_with(monkeypatch, change):
+    """Make each video file's encoder pass its packets through `change(packets)` before they are written."""
+    from libero_ll.data import lerobot
+
+    open_ = lerobot._VideoWriter._open
+
+    def opened(self, width, height):
+        open_(self, width, height)
+        encode = self.stream.encode
+        self.stream = _Stream(self.stream, lambda *frame: change(list(encode(*frame))))
+
+    monkeypatch.setattr(lerobot._VideoWriter, "_open", opened)
+
+
+class _Stream:
+    """A PyAV stream whose encode is another function."""
+
+    def __init__(self, stream, encode):
+        self._stream, self.encode = stream, encode
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def test_a_decoding_time_not_after_the_last_is_moved_after_it_with_a_warning(demo_dir, tmp_path, monkeypatch):
+    # An encoder's packet whose decoding time repeats the one before made the mp4 muxer refuse it ("Invalid
+    # argument", errno 22): the export failed with PyAV's traceback. It is moved on as ffmpeg's command line does.
+    seen = []
+
+    def repeat_a_time(packets):
+        for p in packets:
+            seen.append(p.dts)
+            if len(seen) == 5:  # the fifth packet encoded repeats the fourth's decoding time
+                p.dts = seen[3]
+        return packets
+
+    _encode_with(monkeypatch, repeat_a_time)
+    with pytest.warns(UserWarning, match="not after the one before"):
+        export_lerobot(demo_dir, tmp_path / "ds", video=_x264())
+    for key in CAMERAS.values():
+        pictures, times = decode(tmp_path / "ds" / f"videos/{key}/chunk-000/file-000.mp4")
+        assert len(pictures) == 12 + 9 + 7 + 10 + 8
+        assert times == sorted(set(times))
+
+
+def test_an_encoder_error_names_the_demo_and_the_muxers_reason_and_writes_nothing(demo_dir, tmp_path, monkeypatch,
+                                                                                   capsys):
+    from libero_ll.data import lerobot
+
+    def refused(self, packet):  # a packet the muxer refuses, past the repair of decoding times
+        if self.frames >= 3:
+            packet.dts = -5
+        self.container.mux(packet)
+
+    monkeypatch.setattr(lerobot._VideoWriter, "_mux", refused)
+    out = tmp_path / "ds"
+    assert main(["export", str(demo_dir), "--out", str(out), "--vcodec", "libx264", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: demo file {demo_dir / 'bowl.hdf5'}: data/demo_0: encoding camera "
+                          "observation.images.image with libx264 into videos/observation.images.image/chunk-000/"
+                          "file-000.mp4 failed: Invalid argument (Application provided invalid, non monotonically "
+                          "increasing dts"), err
+    assert "Traceback" not in err and err.endswith("export again, or with --vcodec libx264\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _x264():
+    from libero_ll.data.lerobot import VideoOptions
+
+    return VideoOptions(vcodec="libx264", crf=23)
