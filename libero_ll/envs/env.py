@@ -91,6 +91,8 @@ class LiberoEnv:
             value = getattr(self.config, key)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
                 raise LiberoError(f"EnvConfig.{key} must be a whole number of at least {least}, not {value!r}")
+        if self.config.robot_mesh not in ROBOT_MESHES:
+            raise LiberoError(f"robot_mesh must be one of {', '.join(ROBOT_MESHES)}, not {self.config.robot_mesh!r}")
         self.spec = load_task(task)
         self.arena = ARENAS.get(self.spec.problem_class)
         ensure_gl_backend()
@@ -103,7 +105,9 @@ class LiberoEnv:
 
         self._sample_placements = sample_placements
         ctrl = load_composite_controller_config(controller="BASIC", robot="Panda")
-        self.scene = TaskScene(self.spec, self.arena, ctrl, control_freq=self.config.control_freq)
+        # Hulls drawn: the robot's visual meshes are not loaded (half an environment's memory, the same physics).
+        self.scene = TaskScene(self.spec, self.arena, ctrl, control_freq=self.config.control_freq,
+                               robot_visuals=self.config.robot_mesh != "collision")
         self.scene.reset()
         self.model = self.scene.sim.model._model
         self.data = self.scene.sim.data._data
@@ -166,8 +170,6 @@ class LiberoEnv:
         import mujoco
 
         m = self.model
-        if self.config.robot_mesh not in ROBOT_MESHES:
-            raise LiberoError(f"robot_mesh must be one of {', '.join(ROBOT_MESHES)}, not {self.config.robot_mesh!r}")
         prepare_offscreen(m, self.config.image_size)
         bodies = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]) or "" for g in range(m.ngeom)]
         # Our instances' colliding geoms are in group 0 (they carry the mass); show them in group 2.

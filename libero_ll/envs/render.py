@@ -15,6 +15,8 @@ VISIBLE_GROUPS = (0, 1, 1, 0, 0, 0)
 OUT_OF_VIEW_GROUP = 5
 # Another: planes (the floor) wait there while a scene is built, and are added after everything else.
 LAST_GROUP = 4
+# And one for the robot's visual meshes when its collision hulls are drawn instead.
+HIDDEN_GROUP = 3
 
 
 def prepare_offscreen(model, size: int) -> None:
@@ -83,7 +85,8 @@ def draw_robot(model, bodies, robot_mesh: str) -> None:
     """Make a renderer draw the robot as `robot_mesh` says, in place in the compiled model.
 
     Its visual meshes are in geom group 1 and its collision hulls in group 0 (robosuite's layout);
-    "collision" hides the meshes (group 3) and shows the hulls in group 1, grey with dark fingers.
+    "collision" hides the meshes (HIDDEN_GROUP) and shows the hulls in group 1, grey with dark fingers (a scene
+    built without them, `TaskScene(robot_visuals=False)`, has them as tiny spheres there already).
     Physics is untouched. Call it before a renderer is made for the model.
 
     Args:
@@ -98,7 +101,7 @@ def draw_robot(model, bodies, robot_mesh: str) -> None:
     visual = [g for g in robot_geoms if model.geom_group[g] == 1 and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH]
     if robot_mesh == "collision":
         for g in visual:
-            model.geom_group[g] = 3
+            model.geom_group[g] = HIDDEN_GROUP
         for g in robot_geoms:
             if model.geom_group[g] == 0:
                 model.geom_group[g] = 1
@@ -209,7 +212,8 @@ def _concave_drawn_hulls(model) -> list[int]:
 def _leave_out_undrawn(context, model) -> None:
     """Give the GL context made from `context` (the renderer's own copy of `model`, with the meshes `Shapes`
     added) nothing to upload for what the renderer never draws: meshes that no geom of `model` shows (with the
-    robot's hulls, its detailed meshes: 353,635 of the quickstart scenes' 360,929 vertices) and the skybox's
+    robot's detailed meshes drawn, its hulls; a scene drawn from its hulls has not loaded the detailed meshes,
+    353,635 of the quickstart scenes' 360,929 vertices, at all: `TaskScene(robot_visuals=False)`) and the skybox's
     texture (the renderer draws no skybox). Making the context took about half the time of the renderer's
     first picture; the pictures are the same pixel for pixel. Call it after `model`'s groups are final
     (`draw_robot`)."""

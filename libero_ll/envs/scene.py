@@ -11,6 +11,7 @@ from libero_ll.assets.build import build_arena, build_object
 from libero_ll.assets.categories import get_model
 from libero_ll.assets.models import Arena
 from libero_ll.bddl.spec import TaskSpec
+from libero_ll.envs.render import HIDDEN_GROUP, ROBOT_PREFIXES
 
 
 class TaskScene(ManipulationEnv):
@@ -24,11 +25,17 @@ class TaskScene(ManipulationEnv):
         arena: the scene family's arena description.
         controller_config: robosuite composite controller config.
         control_freq: policy steps per simulated second.
+        robot_visuals: keep the robot's detailed visual meshes. Without them (for a scene whose robot is drawn
+            as its collision hulls) each of the robot's visual mesh geoms is a tiny sphere in a geom group no
+            camera draws, and the meshes are not loaded: about half the memory an environment takes, with the
+            same physics, bit for bit (the geoms never collide, and every robot body's inertia is its own).
     """
 
-    def __init__(self, spec: TaskSpec, arena: Arena, controller_config: dict, control_freq: int = 20):
+    def __init__(self, spec: TaskSpec, arena: Arena, controller_config: dict, control_freq: int = 20,
+                 robot_visuals: bool = True):
         self.spec = spec
         self.arena = arena
+        self.robot_visuals = robot_visuals
         self.mj_objects: dict[str, object] = {}
         super().__init__(
             robots="Panda",
@@ -64,6 +71,8 @@ class TaskScene(ManipulationEnv):
             mujoco_robots=[robot],
             mujoco_objects=list(self.mj_objects.values()),
         )
+        if not self.robot_visuals:
+            _drop_robot_visual_meshes(self.model.root)
         # Several contacts per pair of convex shapes, not one: a plate's or bowl's round base then rests
         # flat on a handful of contacts instead of tipping onto one point of its edge, so that the walls
         # and rims need not touch the table (libero_ll/assets/objects.py, _FOOT_GAP).
@@ -98,3 +107,22 @@ class TaskScene(ManipulationEnv):
     def reward(self, action=None):
         return 0.0
 
+
+
+def _drop_robot_visual_meshes(root: ET.Element) -> None:
+    """Turn the robot's visual mesh geoms (geom group 1) of the MJCF `root` into tiny spheres in group 3, which no
+    camera draws, and remove the meshes no geom uses any more. The geoms stay, under their names, for robosuite's
+    references to them; they never collide (contype and conaffinity 0) and add no mass (every robot body has its
+    own inertial), so the physics is unchanged."""
+    for geom in root.iter("geom"):
+        if (geom.get("name") or "").startswith(ROBOT_PREFIXES) and geom.get("group") == "1" and geom.get("type") == "mesh":
+            for key in ("mesh", "material"):
+                geom.attrib.pop(key, None)
+            geom.set("type", "sphere")
+            geom.set("size", "0.001")
+            geom.set("group", str(HIDDEN_GROUP))
+    used = {geom.get("mesh") for geom in root.iter("geom")}
+    for asset in root.findall("asset"):
+        for mesh in asset.findall("mesh"):
+            if mesh.get("name") not in used:
+                asset.remove(mesh)

@@ -185,6 +185,35 @@ def test_robot_drawn_from_its_hulls_moves_as_the_detailed_one():
     assert all((a != b).any() for a, b in zip(images["collision"], images["collision"][1:]))
 
 
+def test_a_scene_drawn_from_its_hulls_loads_no_robot_visual_mesh_and_is_otherwise_the_same(monkeypatch):
+    # The robot's detailed meshes took half an environment's memory where they were never drawn.
+    from libero_ll.envs import scene
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    task = Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl"
+    rng = np.random.default_rng(5)
+    actions = [np.r_[rng.uniform(-1, 1, 6), rng.choice([-1.0, 1.0])] for _ in range(8)]
+    runs = {}
+    for loaded in (False, True):
+        if loaded:
+            monkeypatch.setattr(scene, "_drop_robot_visual_meshes", lambda root: None)
+        env = LiberoEnv(task, EnvConfig(image_size=48, robot_mesh="collision"))
+        try:
+            vertices = env.model.nmeshvert
+            env.reset(seed=6)
+            steps = [env.step(a)[0] for a in actions]
+            runs[loaded] = (vertices, [o["agentview_rgb"] for o in steps], [o["eye_in_hand_rgb"] for o in steps],
+                            env.get_state())
+        finally:
+            env.close()
+    without, loaded = runs[False], runs[True]
+    assert without[0] * 10 < loaded[0], (without[0], loaded[0])  # the visual meshes' vertices are gone
+    for k in (1, 2):
+        np.testing.assert_array_equal(np.stack(without[k]), np.stack(loaded[k]))
+        assert all((a != b).any() for a, b in zip(without[k][1:], without[k][2:]))  # the pictures change
+    np.testing.assert_array_equal(without[3], loaded[3])
+
+
 def test_closing_a_renderer_leaves_the_other_renderers_pictures_alone(soup_env):
     # MuJoCo's own close deletes its GL objects by number in whichever context is current; when another
     # renderer drew last, that one's textures and meshes went and its pictures came out dark.
@@ -268,13 +297,25 @@ def test_the_floor_drawn_last_and_near_meshes_first_change_no_pixel(soup_env):
         as_built.close()
 
 
-def test_what_is_never_drawn_is_left_out_of_the_gl_context_and_no_pixel_changes(soup_env, monkeypatch):
-    """The renderer's GL context gets no faces for meshes no shown geom uses (with the robot's hulls, its
-    detailed meshes) and a one-pixel skybox: the pictures are those of a context given everything."""
+@pytest.fixture(scope="module")
+def detailed_soup_env():
+    """The quickstart soup scene with the robot's detailed meshes drawn."""
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    env = LiberoEnv(Path(__file__).resolve().parents[2] / "bddl_tasks/quickstart/put_the_alphabet_soup_in_the_basket.bddl",
+                    EnvConfig(image_size=64, robot_mesh="visual"))
+    yield env
+    env.close()
+
+
+def test_what_is_never_drawn_is_left_out_of_the_gl_context_and_no_pixel_changes(detailed_soup_env, monkeypatch):
+    """The renderer's GL context gets no faces for meshes no shown geom uses (with the robot's detailed meshes
+    drawn, its hulls) and a one-pixel skybox: the pictures are those of a context given everything."""
     import mujoco
 
     from libero_ll.envs import render
 
+    soup_env = detailed_soup_env
     leave_out = render._leave_out_undrawn
     seen = {}
 
@@ -288,7 +329,9 @@ def test_what_is_never_drawn_is_left_out_of_the_gl_context_and_no_pixel_changes(
     lean = CameraRenderer(soup_env.model, 64, xml=soup_env.model_xml())
     monkeypatch.setattr(render, "_leave_out_undrawn", lambda context, model: None)
     whole = CameraRenderer(soup_env.model, 64, xml=soup_env.model_xml())
-    assert seen["faces_kept"] < seen["faces"] / 5 and seen["skybox"] == [1]
+    hulls = soup_env.model.geom_dataid[(soup_env.model.geom_group == 0) & (soup_env.model.geom_type == mujoco.mjtGeom.mjGEOM_MESH)]
+    assert seen["faces"] - seen["faces_kept"] >= soup_env.model.mesh_facenum[np.unique(hulls)].sum() > 0
+    assert seen["skybox"] == [1]
     soup_env.reset(seed=4)
     rng = np.random.default_rng(2)
     try:
