@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -160,8 +161,10 @@ class LiberoEnv:
         self._renderers: dict = {}
         self._style_rendering()
         # MuJoCo writes out the XML of the model it loaded last, whichever model it is asked about: read it
-        # now, before another environment is built in this process.
-        self._xml = self.scene.sim.model.get_xml()
+        # now, before another environment is built in this process. It names the type of each mesh file that
+        # MuJoCo took from its cache of files read before in the process, not of one it read now: without that
+        # note, the XML is the same whatever the process built before.
+        self._xml = re.sub(r' content_type="[^"]*"', "", self.scene.sim.model.get_xml())
         self.steps = 0
 
     # ------------------------------------------------------------------ rendering

@@ -1,9 +1,9 @@
 """The environments of many tasks in one process, built when first needed and closed when not used for a while.
 
-An environment holds its whole scene, its physics and its renderer: about 90 MB at the `cpu` preset's
-settings (48 px, the robot's hulls, once reset), about 180 MB with the robot's detailed meshes. A run over
-LIBERO-90's 90 tasks that kept one of each in the training process and in every evaluation worker would hold
-some 8 to 16 GB in each. A pool keeps
+An environment holds its whole scene, its physics and its renderer: about 40 MB at the `cpu` preset's
+settings (48 px, the robot's hulls, once reset), about 160 MB with the robot's detailed meshes at 128 px. A run
+over LIBERO-90's 90 tasks that kept one of each in the training process and in every evaluation worker would
+hold some 4 to 14 GB in each. A pool keeps
 the environments of the `keep_tasks` tasks used last and closes the others; building one again takes about
 a second, beside rollouts of hundreds of steps. An environment's rollouts do not depend on whether
 it was built anew or used before: each starts from a full initial state (`LiberoEnv.reset_to`).
@@ -15,12 +15,12 @@ from collections import OrderedDict
 from pathlib import Path
 
 # Tasks whose environments a pool keeps when no rollout is using them: a suite of ten tasks (four of the five
-# benchmarks) never builds one twice, and LIBERO-90 keeps about 1 GB per process. Fewer would be rebuilt at
+# benchmarks) never builds one twice, and LIBERO-90 keeps about 0.4 to 1.6 GB per process. Fewer would be rebuilt at
 # every evaluation point: the earlier tasks are evaluated in turn, which a pool of the tasks used last misses.
 KEEP_TASKS = 10
 # Environments a pool keeps when no rollout is using them, all tasks together: where a process steps several
 # rollouts of a task at once (eval.envs_per_worker), it keeps fewer tasks' environments rather than several of
-# each of ten tasks (16 take about 1.4 GB at the cpu preset's settings).
+# each of ten tasks (16 take about 0.6 GB at the cpu preset's settings).
 KEEP_ENVS = 16
 
 

@@ -53,6 +53,19 @@ class TaskScene(ManipulationEnv):
             camera_widths=[],
         )
 
+    def _load_robots(self):
+        # robosuite compiles each robot on its own as it loads it and keeps that MjModel (`RobotModel.mujoco_model`),
+        # which neither robosuite's controllers nor ours read: about 50 MB per environment, with the robot's detailed
+        # meshes, and a tenth of a second to build. Loaded here without it.
+        from robosuite.models.robots.robot_model import RobotModel
+
+        compile_alone = RobotModel.set_mujoco_model
+        RobotModel.set_mujoco_model = _no_robot_only_model
+        try:
+            super()._load_robots()
+        finally:
+            RobotModel.set_mujoco_model = compile_alone
+
     def _load_model(self):
         super()._load_model()
         import numpy as np
@@ -107,6 +120,11 @@ class TaskScene(ManipulationEnv):
     def reward(self, action=None):
         return 0.0
 
+
+
+def _no_robot_only_model(robot_model, mujoco_model=None) -> None:
+    """`RobotModel.set_mujoco_model` without compiling the robot alone: the model given, if any, is kept."""
+    robot_model.mujoco_model = mujoco_model
 
 
 def _drop_robot_visual_meshes(root: ET.Element) -> None:

@@ -211,3 +211,35 @@ def test_the_grip_site_is_a_quarter_turn_from_the_hand_body_of_robosuites_eef_qu
         np.testing.assert_allclose(body.T @ p["ee_rot"], SITE_IN_HAND, atol=1e-9)
         np.testing.assert_allclose(obs["ee_states"][3:], rotation_to_axis_angle(p["ee_rot"]), atol=1e-6)
         obs, _, _ = env.step(np.r_[rng.uniform(-0.3, 0.3, 3), rng.uniform(-1, 1, 3), 0.0])
+
+
+def test_the_robot_is_not_compiled_alone_and_robosuite_is_left_as_it_was(soup_env):
+    # robosuite compiled the robot on its own for every environment and kept that model, which nothing reads:
+    # about 50 MB per environment. Building ours must leave robosuite's own behaviour as it was for others.
+    from robosuite.models.robots import Panda
+    from robosuite.models.robots.robot_model import RobotModel
+
+    from libero_ll.envs import scene
+
+    assert soup_env.scene.robots[0].robot_model.mujoco_model is None
+    assert RobotModel.set_mujoco_model is not scene._no_robot_only_model
+    panda = Panda(idn=3)
+    panda.set_mujoco_model()
+    assert panda.mujoco_model is not None and panda.mujoco_model.nbody > 1
+
+
+def test_the_first_environment_of_a_process_records_the_same_model_xml_as_the_next(bowl_task):
+    # MuJoCo notes the type of the mesh files it takes from its cache of files read before in the process: the
+    # first environment's XML (the robot's meshes read from their files) differed from the next ones', and so
+    # did the model_file of demos collected first in a worker.
+    import subprocess
+    import sys
+
+    code = (
+        "from libero_ll.envs.env import EnvConfig, LiberoEnv\n"
+        f"first = LiberoEnv({str(bowl_task)!r}, EnvConfig(image_size=16, robot_mesh='collision', render=False))\n"
+        f"second = LiberoEnv({str(bowl_task)!r}, EnvConfig(image_size=16, robot_mesh='collision', render=False))\n"
+        "print(first.model_xml() == second.model_xml(), 'robot0_link0' in first.model_xml())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]
