@@ -121,14 +121,13 @@ class TaskScene(ManipulationEnv):
         return 0.0
 
 
-
 def _no_robot_only_model(robot_model, mujoco_model=None) -> None:
     """`RobotModel.set_mujoco_model` without compiling the robot alone: the model given, if any, is kept."""
     robot_model.mujoco_model = mujoco_model
 
 
 def _drop_robot_visual_meshes(root: ET.Element) -> None:
-    """Turn the robot's visual mesh geoms (geom group 1) of the MJCF `root` into tiny spheres in group 3, which no
+    """Turn the robot's visual mesh geoms (geom group 1) of the MJCF `root` into tiny spheres in HIDDEN_GROUP, which no
     camera draws, and remove the meshes no geom uses any more. The geoms stay, under their names, for robosuite's
     references to them; they never collide (contype and conaffinity 0) and add no mass (every robot body has its
     own inertial), so the physics is unchanged."""
