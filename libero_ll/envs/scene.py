@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import xml.etree.ElementTree as ET
 
 from robosuite.environments.manipulation.manipulation_env import ManipulationEnv
@@ -12,6 +13,9 @@ from libero_ll.assets.categories import get_model
 from libero_ll.assets.models import Arena
 from libero_ll.bddl.spec import TaskSpec
 from libero_ll.envs.render import HIDDEN_GROUP, ROBOT_PREFIXES
+
+# Held while a scene loads its robot (`TaskScene._load_robots`).
+_ROBOT_LOADING = threading.Lock()
 
 
 class TaskScene(ManipulationEnv):
@@ -57,14 +61,16 @@ class TaskScene(ManipulationEnv):
         # robosuite compiles each robot on its own as it loads it and keeps that MjModel (`RobotModel.mujoco_model`),
         # which neither robosuite's controllers nor ours read: about 50 MB per environment, with the robot's detailed
         # meshes, and a tenth of a second to build. Loaded here without it.
+        # One thread at a time, so that another's scene never takes the swapped method for robosuite's own.
         from robosuite.models.robots.robot_model import RobotModel
 
-        compile_alone = RobotModel.set_mujoco_model
-        RobotModel.set_mujoco_model = _no_robot_only_model
-        try:
-            super()._load_robots()
-        finally:
-            RobotModel.set_mujoco_model = compile_alone
+        with _ROBOT_LOADING:
+            compile_alone = RobotModel.set_mujoco_model
+            RobotModel.set_mujoco_model = _no_robot_only_model
+            try:
+                super()._load_robots()
+            finally:
+                RobotModel.set_mujoco_model = compile_alone
 
     def _load_model(self):
         super()._load_model()
