@@ -91,7 +91,10 @@ def _panda_kinematics():
     import mujoco
     from robosuite.models.robots import Panda
 
-    model = mujoco.MjModel.from_xml_string(Panda(idn=0).get_xml())
+    from libero_ll.envs.scene import MODEL_LOADING
+
+    with MODEL_LOADING:  # a model loaded while an environment is built would be the XML that one records
+        model = mujoco.MjModel.from_xml_string(Panda(idn=0).get_xml())
     return model, mujoco.MjData(model), mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "robot0_right_hand")
 
 

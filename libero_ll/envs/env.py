@@ -102,69 +102,72 @@ class LiberoEnv:
 
         from libero_ll.envs.placement import sample_placements
         from libero_ll.envs.predicates import Geometry
-        from libero_ll.envs.scene import TaskScene
+        from libero_ll.envs.scene import MODEL_LOADING, TaskScene
 
         self._sample_placements = sample_placements
         ctrl = load_composite_controller_config(controller="BASIC", robot="Panda")
-        # Hulls drawn: the robot's visual meshes are not loaded (half an environment's memory, the same physics).
-        self.scene = TaskScene(self.spec, self.arena, ctrl, control_freq=self.config.control_freq,
-                               robot_visuals=self.config.robot_mesh != "collision")
-        self.scene.reset()
-        self.model = self.scene.sim.model._model
-        self.data = self.scene.sim.data._data
-        import mujoco
+        # One thread at a time from the scene's load to the reading of its XML (below).
+        with MODEL_LOADING:
+            # Hulls drawn: the robot's visual meshes are not loaded (less memory, the same physics).
+            self.scene = TaskScene(self.spec, self.arena, ctrl, control_freq=self.config.control_freq,
+                                   robot_visuals=self.config.robot_mesh != "collision")
+            self.scene.reset()
+            self.model = self.scene.sim.model._model
+            self.data = self.scene.sim.data._data
+            import mujoco
 
-        instances = self.spec.instances()
-        workspace = next(i for i, c in instances.items() if get_model(c).kind == "workspace")
-        self.workspace = workspace
-        bodies = {inst: obj.root_body for inst, obj in self.scene.mj_objects.items()}
-        range_regions = {name: (r.target, list(r.ranges)) for name, r in self.spec.regions.items() if r.ranges}
-        joints = {}
-        for inst, obj in self.scene.mj_objects.items():
-            for part in get_model(instances[inst]).parts:
-                jid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, f"{inst}_{part.name}_joint")
-                joints[(inst, part.name)] = (int(self.model.jnt_qposadr[jid]), part.joint.kind)
-        self.geometry = Geometry(
-            self.model,
-            self.data,
-            instances,
-            bodies,
-            (workspace, "table"),
-            range_regions,
-            [0, 0, self.arena.table_top_z],
-            joints,
-        )
-        self._joint_qpos = {
-            inst: self.model.jnt_qposadr[self.model.body_jntadr[self.geometry.body_of[inst]]]
-            for inst in self.scene.mj_objects
-            if get_model(instances[inst]).kind == "object"
-        }
-        # Fixtures have no free joint: their placement is part of the model, and it travels with the
-        # state (see get_state) so that a stored initial state restores the whole layout.
-        self._fixtures = sorted(i for i in self.scene.mj_objects if get_model(instances[i]).kind == "fixture")
-        # Burners that glow while their stove's knob is on.
-        self._burners = []
-        for inst in self.scene.mj_objects:
-            gid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, f"{inst}_burner")
-            if gid >= 0 and (inst, "knob") in joints:
-                self._burners.append((gid, inst, self.model.geom_rgba[gid].copy()))
-        robot = self.scene.robots[0]
-        self._arm_qpos = np.array(robot._ref_joint_pos_indexes)
-        self._grip_qpos = np.array(robot._ref_gripper_joint_pos_indexes["right"])
-        self._eef_site = robot.eef_site_id["right"]
-        self._lean = None
-        if self.config.controller == "lean":
-            from libero_ll.envs.control import LeanControl
+            instances = self.spec.instances()
+            workspace = next(i for i, c in instances.items() if get_model(c).kind == "workspace")
+            self.workspace = workspace
+            bodies = {inst: obj.root_body for inst, obj in self.scene.mj_objects.items()}
+            range_regions = {name: (r.target, list(r.ranges)) for name, r in self.spec.regions.items() if r.ranges}
+            joints = {}
+            for inst, obj in self.scene.mj_objects.items():
+                for part in get_model(instances[inst]).parts:
+                    jid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, f"{inst}_{part.name}_joint")
+                    joints[(inst, part.name)] = (int(self.model.jnt_qposadr[jid]), part.joint.kind)
+            self.geometry = Geometry(
+                self.model,
+                self.data,
+                instances,
+                bodies,
+                (workspace, "table"),
+                range_regions,
+                [0, 0, self.arena.table_top_z],
+                joints,
+            )
+            self._joint_qpos = {
+                inst: self.model.jnt_qposadr[self.model.body_jntadr[self.geometry.body_of[inst]]]
+                for inst in self.scene.mj_objects
+                if get_model(instances[inst]).kind == "object"
+            }
+            # Fixtures have no free joint: their placement is part of the model, and it travels with the
+            # state (see get_state) so that a stored initial state restores the whole layout.
+            self._fixtures = sorted(i for i in self.scene.mj_objects if get_model(instances[i]).kind == "fixture")
+            # Burners that glow while their stove's knob is on.
+            self._burners = []
+            for inst in self.scene.mj_objects:
+                gid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, f"{inst}_burner")
+                if gid >= 0 and (inst, "knob") in joints:
+                    self._burners.append((gid, inst, self.model.geom_rgba[gid].copy()))
+            robot = self.scene.robots[0]
+            self._arm_qpos = np.array(robot._ref_joint_pos_indexes)
+            self._grip_qpos = np.array(robot._ref_gripper_joint_pos_indexes["right"])
+            self._eef_site = robot.eef_site_id["right"]
+            self._lean = None
+            if self.config.controller == "lean":
+                from libero_ll.envs.control import LeanControl
 
-            substeps = int(self.scene.control_timestep / self.scene.model_timestep)
-            self._lean = LeanControl(self.model, self.data, robot, substeps)
-        self._renderers: dict = {}
-        self._style_rendering()
-        # MuJoCo writes out the XML of the model it loaded last, whichever model it is asked about: read it
-        # now, before another environment is built in this process. It names the type of each mesh file that
-        # MuJoCo took from its cache of files read before in the process, not of one it read now: without that
-        # note, the XML is the same whatever the process built before.
-        self._xml = re.sub(r' content_type="[^"]*"', "", self.scene.sim.model.get_xml())
+                substeps = int(self.scene.control_timestep / self.scene.model_timestep)
+                self._lean = LeanControl(self.model, self.data, robot, substeps)
+            self._renderers: dict = {}
+            self._style_rendering()
+            # MuJoCo writes out the XML of the model it loaded last in the process, whichever model it is asked
+            # about and whichever thread loaded it: read it now, before another environment is built (and under
+            # MODEL_LOADING since the load, so that no other thread loads one meanwhile). It names the type of
+            # each mesh file that MuJoCo took from its cache of files read before in the process, not of one it
+            # read now: without that note, the XML is the same whatever the process built before.
+            self._xml = re.sub(r' content_type="[^"]*"', "", self.scene.sim.model.get_xml())
         self.steps = 0
 
     # ------------------------------------------------------------------ rendering

@@ -14,8 +14,10 @@ from libero_ll.assets.models import Arena
 from libero_ll.bddl.spec import TaskSpec
 from libero_ll.envs.render import HIDDEN_GROUP, ROBOT_PREFIXES
 
-# Held while a scene loads its robot (`TaskScene._load_robots`).
-_ROBOT_LOADING = threading.Lock()
+# Held while a model is loaded from XML and its XML read back, and while a scene loads its robot: MuJoCo writes out
+# the XML of the model loaded last in the process, whichever thread loaded it (`LiberoEnv.model_xml`), and
+# `TaskScene._load_robots` swaps a robosuite method for the time of its load.
+MODEL_LOADING = threading.RLock()
 
 
 class TaskScene(ManipulationEnv):
@@ -64,7 +66,7 @@ class TaskScene(ManipulationEnv):
         # One thread at a time, so that another's scene never takes the swapped method for robosuite's own.
         from robosuite.models.robots.robot_model import RobotModel
 
-        with _ROBOT_LOADING:
+        with MODEL_LOADING:
             compile_alone = RobotModel.set_mujoco_model
             RobotModel.set_mujoco_model = _no_robot_only_model
             try:

@@ -243,3 +243,46 @@ def test_the_first_environment_of_a_process_records_the_same_model_xml_as_the_ne
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]
+
+
+def test_environments_built_in_two_threads_each_record_their_own_model_xml(monkeypatch):
+    # MuJoCo writes out the XML of the model loaded last in the process, whichever thread loaded it: an environment
+    # built while another thread loaded a scene recorded that scene's XML (its demos' model_file, its renderer's
+    # simplified shapes).
+    import threading
+    import time
+    from pathlib import Path
+
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    tasks = Path(__file__).resolve().parents[2] / "bddl_tasks"
+    files = {"milk_1": tasks / "libero_object/pick_up_the_milk_and_place_it_in_the_basket.bddl",
+             "wooden_cabinet_1": tasks / "libero_90/KITCHEN_SCENE10_close_the_top_drawer_of_the_cabinet.bddl"}
+    style = LiberoEnv._style_rendering
+
+    def slow_style(self):  # between the scene's load and the reading of its XML: the other thread loads its own
+        time.sleep(0.5)
+        style(self)
+
+    monkeypatch.setattr(LiberoEnv, "_style_rendering", slow_style)
+    built, failed = {}, []
+
+    def build(word):
+        try:
+            built[word] = LiberoEnv(files[word], EnvConfig(image_size=16, robot_mesh="collision", render=False))
+        except BaseException as e:  # noqa: BLE001 - shown by the assertion below
+            failed.append(e)
+
+    threads = [threading.Thread(target=build, args=(word,)) for word in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert not failed, failed
+        for word, other in (("milk_1", "wooden_cabinet_1"), ("wooden_cabinet_1", "milk_1")):
+            xml = built[word].model_xml()
+            assert f'"{word}' in xml and f'"{other}' not in xml, word
+    finally:
+        for env in built.values():
+            env.close()
