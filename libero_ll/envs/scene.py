@@ -117,6 +117,17 @@ class TaskScene(ManipulationEnv):
                 for b in bodies[i + 1 :]:
                     ET.SubElement(contact, "exclude", {"body1": a, "body2": b})
 
+    def _destroy_sim(self):
+        # robosuite's `MjSim.free` drops the simulator's model, data and offscreen context, then runs a full garbage
+        # collection: 0.13 s of the 0.15 s an environment took to close in a process that holds torch, about a third
+        # of what building one takes. The same without it: what sits in reference cycles goes at Python's next
+        # automatic collection.
+        sim, self.sim = self.sim, None
+        if sim is not None:
+            sim._render_context_offscreen = None
+            del sim.data
+            del sim.model
+
     def _setup_observables(self):
         # Observations are assembled by LiberoEnv from the simulator directly; robosuite's
         # observable machinery would only add per-substep work.
