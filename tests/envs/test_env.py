@@ -250,21 +250,35 @@ def test_environments_built_in_two_threads_each_record_their_own_model_xml(monke
     # built while another thread loaded a scene recorded that scene's XML (its demos' model_file, its renderer's
     # simplified shapes).
     import threading
-    import time
     from pathlib import Path
 
     from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.envs.scene import TaskScene
 
     tasks = Path(__file__).resolve().parents[2] / "bddl_tasks"
     files = {"milk_1": tasks / "libero_object/pick_up_the_milk_and_place_it_in_the_basket.bddl",
              "wooden_cabinet_1": tasks / "libero_90/KITCHEN_SCENE10_close_the_top_drawer_of_the_cabinet.bddl"}
-    style = LiberoEnv._style_rendering
+    style, load = LiberoEnv._style_rendering, TaskScene._load_model
+    first, other_loaded, turn = [], threading.Event(), threading.Lock()
 
-    def slow_style(self):  # between the scene's load and the reading of its XML: the other thread loads its own
-        time.sleep(0.5)
+    def loading(self):
+        load(self)
+        with turn:
+            if first and first[0] is not threading.current_thread():
+                other_loaded.set()
+
+    def waiting_style(self):
+        # Between the first scene's load and the reading of its XML, the other thread loads its scene, unless
+        # something holds it back (then the wait gives up after 2 s and the first goes on).
+        with turn:
+            waits = not first
+            first.append(threading.current_thread())
+        if waits:
+            other_loaded.wait(timeout=2)
         style(self)
 
-    monkeypatch.setattr(LiberoEnv, "_style_rendering", slow_style)
+    monkeypatch.setattr(TaskScene, "_load_model", loading)
+    monkeypatch.setattr(LiberoEnv, "_style_rendering", waiting_style)
     built, failed = {}, []
 
     def build(word):
