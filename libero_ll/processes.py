@@ -4,6 +4,8 @@ it imports nothing of ours)."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import sys
+import warnings
 
 MAIN_GUARD = (
     "a script that collects demos, trains or evaluates with worker processes must start its work under "
@@ -28,3 +30,19 @@ def spawn_context():
     own. Here the worker exits with one line that says what to change, and its parent reports the worker gone."""
     not_in_a_worker_starting()
     return mp.get_context("spawn")
+
+
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """`warnings.showwarning` for a person at a terminal: our own warnings as `warning: message`, without the
+    source line that raised them; others as Python shows them. The command line and the worker processes
+    (`plain_warnings`) show them so."""
+    if category.__module__.startswith("libero_ll."):
+        print(f"warning: {message}", file=file or sys.stderr)
+    else:
+        print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=file or sys.stderr)
+
+
+def plain_warnings() -> None:
+    """In a worker process: show warnings as the command line does (a spawned process starts with Python's
+    own way, which adds the line of our code that raised each)."""
+    warnings.showwarning = show_warning

@@ -44,7 +44,8 @@ def category_facts() -> dict:
         model = CATEGORIES.get(name)
         controls = {region: model.part(part).joint.kind for region, part in model.controls}
         relations = {r.name: tuple(r.relations) for r in model.all_regions}
-        out[name] = CategoryFacts(model.kind, controls, relations, tops.get(name) if model.kind == "workspace" else None)
+        top = tops.get(name) if model.kind == "workspace" else None
+        out[name] = CategoryFacts(model.kind, controls, relations, top, front=model.front)
     return out
 
 

@@ -3,6 +3,9 @@
 Every fixture's front faces its model frame's +x axis; a task turns it towards the robot with the
 yaw of its init region (yaw pi puts the front towards a robot standing at -x). Left and right are
 as seen by a person standing in front of it (left is -y in the model frame).
+LIBERO's own models of the same categories face other ways (its cabinets, microwave and shelf open
+towards -y of their frames, its stove has its knob at the -x end), so the yaws of task files written
+for them are turned by each model's `libero_yaw` (`libero-ll convert-tasks`, docs/interop.md).
 Sizes are in metres. Fixture bodies are static, so only their moving parts need a mass.
 """
 
@@ -111,6 +114,9 @@ def _cabinet(category: str, body_rgba, front_rgba, handle_rgba, description: str
         parts=tuple(parts),
         controls=tuple((f"{n}_region", f"{n}_drawer") for n in ("top", "middle", "bottom")),
         description=description,
+        front=True,
+        # LIBERO's cabinets have their drawers on the -y side of their frame.
+        libero_yaw=-math.pi / 2,
     )
 
 
@@ -204,6 +210,9 @@ def _microwave() -> Model:
         parts=(door,),
         controls=(("", "door"), ("heating_region", "door")),
         description="a white microwave oven whose door swings open to the left",
+        front=True,
+        # LIBERO's microwave has its door on the -y side of its frame.
+        libero_yaw=-math.pi / 2,
     )
 
 
@@ -248,6 +257,10 @@ def _stove() -> Model:
         parts=(knob,),
         controls=(("", "knob"), ("cook_region", "knob")),
         description="a black glass cooktop with one burner and a dial that turns it on",
+        front=True,
+        # LIBERO's stove is long along x of its frame, its knob at the -x end and the burner beyond it along +x.
+        # Turned a quarter turn, ours is long along that x too, its knob the nearer the robot.
+        libero_yaw=math.pi / 2,
     )
 
 
@@ -282,6 +295,8 @@ def _wine_rack() -> Model:
         density=600.0,
         regions=(top,),
         description="a wooden rack with three upright slots for bottles",
+        # LIBERO's rack has its row of bottles along x, its front on the -y side.
+        libero_yaw=-math.pi / 2,
     )
 
 
@@ -316,6 +331,9 @@ def _shelf() -> Model:
         density=600.0,
         regions=(bottom, top, top_side),
         description="an open wooden shelf with two layers, 40 cm tall",
+        front=True,
+        # LIBERO's shelf opens towards -y of its frame.
+        libero_yaw=-math.pi / 2,
     )
 
 
@@ -361,6 +379,8 @@ def _caddy() -> Model:
         density=900.0,
         regions=regions,
         description="a blue desk caddy with front, back, left and right compartments",
+        # LIBERO's caddy has its front compartment at -x of its frame and its left one at +y.
+        libero_yaw=math.pi,
     )
 
 

@@ -179,6 +179,13 @@ class Model:
             (Open(microwave_1) → its door).
         mass: total mass in kg; when given, overrides `density` (fixtures whose boxes are hollow in
             reality).
+        front: whether the robot works this fixture from its front, the +x side of the model frame
+            (drawers, a door, a knob at the front edge, a shelf's open side): validation warns when a
+            task turns that front away from the robot.
+        libero_yaw: radians to add to the yaw that a task file written for LIBERO's own models gives
+            this category, so that ours stands as LIBERO's does (LIBERO's cabinets, for one, face -y in
+            their model frame where ours face +x: -pi/2). `libero-ll convert-tasks` applies it
+            (docs/interop.md); our own task files give the yaws of our models.
     """
 
     category: str
@@ -194,6 +201,10 @@ class Model:
     parts: tuple[Part, ...] = ()
     controls: tuple[tuple[str, str], ...] = ()
     mass: float | None = None
+    # Neither changes the scene a task builds, so neither is in the repr that initial-states files are
+    # fingerprinted with (envs/init_states.py).
+    front: bool = field(default=False, repr=False)
+    libero_yaw: float = field(default=0.0, repr=False)
 
     @property
     def all_regions(self) -> tuple[Region, ...]:

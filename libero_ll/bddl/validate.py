@@ -38,6 +38,8 @@ _STATE_WORD = {"open": "open", "close": "closed", "turnon": "on", "turnoff": "of
 # past them a float's width overflows when a place is drawn), its yaws in radians.
 MAX_RANGE = 5.0
 MAX_YAW = 100.0
+# A fixture worked from its front faces away from the robot when its front points within 60 degrees of +x.
+FACING_AWAY_COS = 0.5
 _RANGE_FIELDS = ("x_min", "y_min", "x_max", "y_max")
 
 
@@ -57,12 +59,15 @@ class CategoryFacts:
         top: for a table (kind "workspace"), half its top's length and width in metres, about the centre
             that the ranges of regions on it are measured from; None where there is no edge to fall off
             (the floor) or it is not known.
+        front: the robot works the category from the +x side of its model frame (a cabinet's drawers,
+            a microwave's door): a yaw that turns that side away from the robot is warned of.
     """
 
     kind: str
     controls: Mapping[str, str] = field(default_factory=dict)
     relations: Mapping[str, Sequence[str]] = field(default_factory=dict)
     top: tuple[float, float] | None = None
+    front: bool = False
 
 
 class BddlWarning(UserWarning):
@@ -119,6 +124,7 @@ class _Validator:
                 self.sound_init.append(p)
         self.check_placed()
         self.check_placed_once()
+        self.check_facing()
         self.check_no_cycle()
         self.check_contradictions(self.sound_init, ":init")
         for p in iter_atoms(spec.goal):
@@ -214,6 +220,38 @@ class _Validator:
                 f"'{a}' is placed twice in :init: {PREDICATE_SPELLING[p.name]} {p.args[1]} here and "
                 f"{PREDICATE_SPELLING[other.name]} {other.args[1]}{_at_line(other)}; it starts in one place only",
             )
+
+    def check_facing(self) -> None:
+        """A fixture the robot works from its front (facts.front) is not turned to face away from the robot,
+        which stands at -x of the workspace: in our models' frames the front is +x, so yaw pi faces the robot.
+        A file written for LIBERO's models, whose fronts face other ways, turns ours away; it converts with
+        `libero-ll convert-tasks`."""
+        for p, support in self.placements():
+            inst, where = p.args[0], p.args[1]
+            facts = self.facts.get(self.instances.get(inst, ""))
+            region = self.spec.regions.get(where)
+            if p.name != "on" or facts is None or not facts.front or region is None or not region.ranges:
+                continue
+            if support not in self.instances or not self.is_workspace(support):
+                continue
+            for i, pair in enumerate(region.yaw_rotation or [(0.0, 0.0)]):
+                try:
+                    lo, hi = float(pair[0]), float(pair[1])
+                except (TypeError, ValueError, IndexError):
+                    continue  # check_region reported it
+                # The front's direction is (cos yaw, sin yaw); away from the robot is +x.
+                worst = max((lo, hi, (lo + hi) / 2), key=math.cos)
+                if math.cos(worst) <= FACING_AWAY_COS:
+                    continue
+                loc = region.locs.get(f"yaw_rotation.{i}.0", region.loc) if region.yaw_rotation else region.loc
+                self.warn(
+                    loc,
+                    f"region '{region.name}' turns {inst} ({self.instances[inst]}) with its front away from the "
+                    f"robot (yaw {worst:.4g}; in our models' frames the front is +x, and yaw pi faces the robot). "
+                    f"If the file was written for LIBERO's models, whose fronts face other ways, convert it: "
+                    f"`libero-ll convert-tasks FILE --out DIR` (docs/interop.md)",
+                )
+                break
 
     def check_no_cycle(self) -> None:
         """No :init placements form a cycle (a On b, b On a): each needs what it stands on placed first."""

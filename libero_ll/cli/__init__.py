@@ -11,11 +11,12 @@ import sys
 import warnings
 
 from libero_ll.errors import LiberoError
+from libero_ll.processes import show_warning
 
 # Modules of the subcommands, in the order of `libero-ll --help`.
 SUBCOMMANDS = (
-    "list_names", "check", "render", "init_states", "generate", "collect", "verify", "export", "import_data",
-    "teleop", "train", "sweep", "evaluate", "metrics", "report",
+    "list_names", "check", "render", "init_states", "convert_tasks", "generate", "collect", "verify", "export",
+    "import_data", "teleop", "train", "sweep", "evaluate", "metrics", "report",
 )
 
 
@@ -34,14 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):
-    # Our own warnings are for the person at the terminal: the message, not the source line that raised it.
-    if category.__module__.startswith("libero_ll."):
-        print(f"warning: {message}", file=file or sys.stderr)
-    else:
-        print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=file or sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -55,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # SIGTERM (kill, timeout, a batch scheduler) stops any command as Ctrl-C does, with a word.
         with warnings.catch_warnings(), sigterm_as_interrupt():
-            warnings.showwarning = _show_warning
+            warnings.showwarning = show_warning
             return int(args.func(args) or 0)
     except LiberoError as e:
         if args.debug:

@@ -26,7 +26,7 @@ from libero_ll.data.hdf5 import Demo, DemoWriter, new_record, read_info, record_
 from libero_ll.envs.env import EnvConfig, LiberoEnv, load_task
 from libero_ll.errors import LiberoError
 from libero_ll.experts.expert import EXPERT_VERSION, ScriptedExpert
-from libero_ll.processes import not_in_a_worker_starting, spawn_context
+from libero_ll.processes import not_in_a_worker_starting, plain_warnings, spawn_context
 
 # The expert's episode cap, policy steps: the evaluation cap of the paper's protocol. Over 20 starts of each
 # of the 130 benchmark tasks (docs/expert_success.md) the expert's longest successful episode took 586 steps
@@ -210,9 +210,15 @@ def _worker_main(jobs, results) -> None:
     """A worker process: settle (job, index) units from `jobs` until None, answering on `results`."""
     import signal
     import traceback
+    import warnings
+
+    from libero_ll.bddl.validate import BddlWarning
 
     # Ctrl-C reaches the whole process group; the parent handles it and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The parent validated every task file and said its warnings once; each worker would say them again.
+    warnings.simplefilter("ignore", BddlWarning)
+    plain_warnings()
     collector = _Collector()
     try:
         while (unit := jobs.get()) is not None:

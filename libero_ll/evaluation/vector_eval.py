@@ -47,7 +47,7 @@ from libero_ll.evaluation.rollout import (
     run_rollout_group,
     success_rate,
 )
-from libero_ll.processes import spawn_context
+from libero_ll.processes import plain_warnings, spawn_context
 
 
 def _worker(conn, task_files: list[str], env_cfg) -> None:
@@ -60,6 +60,7 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
     # the policy batched in the parent, never import it here.)
     ensure_gl_backend()
     quiet_simulator_logs()
+    plain_warnings()
     import libero_ll.envs.scene  # noqa: F401 - robosuite and MuJoCo
 
     # The environments not stepping a rollout: those of the few tasks used last are kept (see EnvPool).

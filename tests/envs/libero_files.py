@@ -290,6 +290,89 @@ TIGHT = {
     "put_the_white_bowl_on_the_stove",
     "put_the_left_bowl_on_the_plate",
 }
+# Which of them turn a fixture's front away from the robot as our models face (a stove given no yaw).
+FACING_AWAY = {"put_the_white_bowl_on_the_stove"}
+
+# A kitchen laid out for LIBERO's models: its cabinet opens towards -y of its frame (yaw 0 puts the drawers
+# towards the table's middle from its left), its stove has the knob at the -x end (no yaw: towards the
+# robot) and its shelf opens towards -y (yaw pi: the middle, from the right). Our models face +x, so loaded as
+# it is the cabinet's drawers face away from the robot and our shelf, long where LIBERO's is deep, stands in
+# the frying pan; `libero-ll convert-tasks` turns them (libero_ll/tasks/libero_files.py).
+FACING = """\
+(define (problem LIBERO_Kitchen_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language turn on the stove)
+    (:regions
+      (white_cabinet_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (0.14 0.31 0.16 0.33)
+            )
+          )
+          (:yaw_rotation (
+              (0.0 0.0)
+            )
+          )
+      )
+      (flat_stove_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (-0.21 0.29 -0.19 0.31)
+            )
+          )
+      )
+      (shelf_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (-0.01 -0.26 0.01 -0.24)
+            )
+          )
+          (:yaw_rotation (
+              (3.141592653589793 3.141592653589793)
+            )
+          )
+      )
+      (frypan_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (0.03 -0.02 0.07 0.02)
+            )
+          )
+          (:yaw_rotation (
+              (0.0 0.0)
+            )
+          )
+      )
+    )
+
+  (:fixtures
+    kitchen_table - kitchen_table
+    white_cabinet_1 - white_cabinet
+    flat_stove_1 - flat_stove
+    wooden_two_layer_shelf_1 - wooden_two_layer_shelf
+  )
+
+  (:objects
+    chefmate_8_frypan_1 - chefmate_8_frypan
+  )
+
+  (:obj_of_interest
+    flat_stove_1
+  )
+
+  (:init
+    (On white_cabinet_1 kitchen_table_white_cabinet_init_region)
+    (On flat_stove_1 kitchen_table_flat_stove_init_region)
+    (On wooden_two_layer_shelf_1 kitchen_table_shelf_init_region)
+    (On chefmate_8_frypan_1 kitchen_table_frypan_init_region)
+  )
+
+  (:goal
+    (And (Turnon flat_stove_1))
+  )
+
+)
+"""
 
 
 def write_folder(folder: Path) -> list[Path]:

@@ -6,10 +6,15 @@ from __future__ import annotations
 import warnings
 
 import libero_files
+import mujoco
+import numpy as np
 import pytest
 
-from libero_ll.bddl.validate import BddlWarning
+from libero_ll.assets.categories import affordances, category_facts
+from libero_ll.bddl.parser import parse_file
+from libero_ll.bddl.validate import BddlWarning, check_file
 from libero_ll.cli import main
+from libero_ll.errors import LiberoError
 from libero_ll.envs.env import EnvConfig, LiberoEnv
 from libero_ll.envs.placement import PlacementWarning
 
@@ -46,5 +51,124 @@ def test_resets_hold_init_and_not_goal(tmp_path, name):
         finally:
             env.close()
     categories = {w.category for w in caught}
-    assert (BddlWarning in categories) == (name == "open_the_top_drawer_of_the_cabinet")
+    said = [str(w.message) for w in caught if w.category is BddlWarning]
+    assert any("not a declared fixture or object" in m for m in said) == (name == "open_the_top_drawer_of_the_cabinet")
+    assert any("front away from the robot" in m for m in said) == (name in libero_files.FACING_AWAY)
     assert (PlacementWarning in categories) == (name in libero_files.TIGHT)
+
+
+def _front(env, inst: str) -> np.ndarray:
+    """The world direction of the +x axis of a fixture's frame: where our models face."""
+    body = mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_BODY, f"{inst}_root")
+    return env.data.xmat[body].reshape(3, 3)[:, 0]
+
+
+def test_a_file_for_libero_models_is_warned_of_and_converted_stands_as_libero_has_it(tmp_path, capsys):
+    src = tmp_path / "libero" / "turn_on_the_stove.bddl"
+    src.parent.mkdir()
+    src.write_text(libero_files.FACING)
+    facts = category_facts()
+    notes: list = []
+    _, errors = check_file(str(src), affordances(), warnings=notes, facts=facts)
+    assert errors == []
+    away = sorted(str(n).split(" turns ")[1].split(" ")[0] for n in notes if "front away from the robot" in str(n))
+    # The shelf's yaw pi turns ours towards the robot: wrong, but not away, so not warned of.
+    assert away == ["flat_stove_1", "white_cabinet_1"]
+    assert "libero-ll convert-tasks FILE --out DIR" in str(notes[0])
+    # As it is, our shelf (46 cm along its frame's y, LIBERO's is deep there) stands in the frying pan.
+    with pytest.raises(LiberoError, match="could not place .* overlap"):
+        LiberoEnv(src, EnvConfig(render=False)).reset(seed=0)
+
+    out = tmp_path / "ours"
+    assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert ("white_cabinet_1 (white_cabinet) turned -90 degrees, yaw 0 -> -1.571; flat_stove_1 (flat_stove) turned "
+            "+90 degrees, yaw 0 -> 1.571; wooden_two_layer_shelf_1 (wooden_two_layer_shelf) turned -90 degrees, "
+            "yaw 3.142 -> 1.571") in printed
+    converted = out / src.name
+    notes = []
+    _, errors = check_file(str(converted), affordances(), warnings=notes, facts=facts)
+    assert errors == [] and not any("front away" in str(n) for n in notes)
+    before, after = parse_file(src), parse_file(converted)
+    # Only the fixtures' yaws changed: the frying pan (an object) keeps its region's yaw.
+    assert after.init == before.init and after.goal == before.goal and after.instances() == before.instances()
+    assert {k: r.ranges for k, r in after.regions.items()} == {k: r.ranges for k, r in before.regions.items()}
+    assert after.regions["kitchen_table_frypan_init_region"].yaw_rotation == [(0.0, 0.0)]
+
+    env = LiberoEnv(converted, EnvConfig(render=False))
+    try:
+        for seed in (0, 1):
+            env.reset(seed=seed)
+            assert [t for t, holds in env.predicate_values(env.spec.init) if not holds] == []
+            assert not env.check_goal()
+            # As LIBERO's stand: the cabinet's drawers and the shelf's layers face the table's middle from its
+            # left and right; the stove is long along x, its knob the nearer the robot.
+            np.testing.assert_allclose(_front(env, "white_cabinet_1"), [0, -1, 0], atol=1e-9)
+            np.testing.assert_allclose(_front(env, "wooden_two_layer_shelf_1"), [0, 1, 0], atol=1e-9)
+            np.testing.assert_allclose(_front(env, "flat_stove_1"), [0, 1, 0], atol=1e-9)
+            knob = env.data.xpos[mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_BODY, "flat_stove_1_knob")]
+            burner = env.data.geom_xpos[mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_GEOM, "flat_stove_1_burner")]
+            assert knob[0] < burner[0] - 0.1
+    finally:
+        env.close()
+
+    # And back: the yaws written for LIBERO's models are the ones the file gave (0 where it gave none).
+    back = tmp_path / "back"
+    assert main(["convert-tasks", str(converted), "--out", str(back), "--to-libero"]) == 0
+    again = parse_file(back / src.name)
+    for key, region in before.regions.items():
+        assert (again.regions[key].yaw_rotation or [(0.0, 0.0)]) == (region.yaw_rotation or [(0.0, 0.0)]), key
+
+
+def test_convert_tasks_keeps_a_folders_layout_names_a_bad_file_and_overwrites_nothing_unasked(tmp_path, capsys):
+    src = tmp_path / "bddl_files"
+    (src / "suite_a").mkdir(parents=True)
+    (src / "suite_b").mkdir()
+    (src / "suite_a" / "facing.bddl").write_text(libero_files.FACING)
+    plain = src / "suite_b" / "put_the_left_bowl_on_the_plate.bddl"
+    plain.write_text(libero_files.PLATE_BETWEEN_BOWLS + "; a comment kept\n")
+    (src / "suite_b" / "broken.bddl").write_text("(define (problem LIBERO_Kitchen_Tabletop_Manipulation)\n")
+    out = tmp_path / "out"
+    assert main(["convert-tasks", str(src), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert f"{src / 'suite_b' / 'broken.bddl'}:" in captured.err
+    assert "1 of 3 task files not converted (above)" in captured.err
+    assert (out / "suite_a" / "facing.bddl").is_file() and not (out / "suite_b" / "broken.bddl").exists()
+    # Nothing to turn: the file is copied as it is, comment and all.
+    assert (out / "suite_b" / plain.name).read_text() == plain.read_text()
+    assert f"{out / 'suite_b' / plain.name}: nothing to turn, copied" in captured.out
+
+    written = (out / "suite_a" / "facing.bddl").read_text()
+    (src / "suite_b" / "broken.bddl").unlink()
+    assert main(["convert-tasks", str(src), "--out", str(out)]) == 2
+    assert "exists; pass --overwrite" in capsys.readouterr().err
+    assert main(["convert-tasks", str(src), "--out", str(out), "--overwrite"]) == 0
+    assert (out / "suite_a" / "facing.bddl").read_text() == written
+    assert main(["convert-tasks", str(src / "suite_a"), "--out", str(src / "suite_a"), "--overwrite"]) == 2
+    assert "over the file it is converted from" in capsys.readouterr().err
+    assert (src / "suite_a" / "facing.bddl").read_text() == libero_files.FACING
+
+
+def test_our_own_task_files_turn_no_front_away_from_the_robot():
+    from libero_ll.tasks.registry import TASKS_ROOT
+
+    facts, categories = category_facts(), affordances()
+    files = sorted(TASKS_ROOT.glob("*/*.bddl"))
+    assert len(files) >= 130
+    for f in files:
+        notes: list = []
+        check_file(str(f), categories, warnings=notes, facts=facts)
+        assert not any("front away" in str(n) for n in notes), f
+
+
+def test_collecting_workers_say_warnings_plainly_and_the_task_files_once(tmp_path, capfd):
+    """The parent says a task file's warnings; its workers say theirs (placement) as the command line does."""
+    path = libero_files.write_folder(tmp_path)[sorted(libero_files.FILES).index("put_the_white_bowl_on_the_stove")]
+    assert main(["collect", "--task", str(path), "--demos", "2", "--dry-run", "--workers", "2",
+                 "--max-steps", "5"]) in (0, 1)
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("collect:")]
+    assert sum("front away from the robot" in line for line in lines) == 1, err
+    assert any("is too tight for the footprint" in line for line in lines), err
+    # Every line is a whole message: no line of our code after a warning, as Python's own format adds.
+    assert all(line.startswith(("warning: ", "error: ")) for line in lines), err
