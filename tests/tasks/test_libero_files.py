@@ -1,0 +1,70 @@
+"""Turning task files written for LIBERO's models (libero_ll/tasks/libero_files.py): the arithmetic of the turn,
+and a region that cannot be turned for two fixtures at once."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from libero_ll.bddl.spec import And, Predicate, Region, TaskSpec
+from libero_ll.errors import LiberoError
+from libero_ll.tasks.libero_files import _turn, convert_spec
+
+
+def _spec(fixtures: dict[str, str], regions: dict[str, list[str]], yaws: dict[str, list] | None = None) -> TaskSpec:
+    """A kitchen with `fixtures` (instance -> category), each region of the table placing the instances listed."""
+    yaws = yaws or {}
+    spec = TaskSpec(
+        problem_class="LIBERO_Kitchen_Tabletop_Manipulation",
+        language="turn on the stove",
+        regions={},
+        fixtures={"kitchen_table": "kitchen_table", **fixtures},
+        objects={"plate_1": "plate"},
+        obj_of_interest=[],
+        init=[],
+        goal=And([Predicate("turnon", ("flat_stove_1",))]),
+    )
+    for i, (name, insts) in enumerate(regions.items()):
+        region = Region(name, "kitchen_table", [(0.1 * i, 0.0, 0.1 * i + 0.02, 0.02)], yaws.get(name, []))
+        spec.regions[region.full_name] = region
+        spec.init += [Predicate("on", (inst, region.full_name)) for inst in insts]
+    return spec
+
+
+def test_a_turn_keeps_the_pairs_width_and_brings_its_middle_within_a_half_turn_of_zero():
+    assert _turn((0.0, 0.0), -math.pi / 2) == (-math.pi / 2, -math.pi / 2)
+    assert _turn((math.pi, math.pi), math.pi) == (0.0, 0.0)  # 2 pi is no turn at all
+    assert _turn((math.pi, math.pi), -math.pi / 2) == (math.pi / 2, math.pi / 2)
+    lo, hi = _turn((2.6, 2.7), math.pi)
+    assert hi - lo == pytest.approx(0.1) and -math.pi < (lo + hi) / 2 <= math.pi
+    assert (lo, hi) == pytest.approx((2.6 - math.pi, 2.7 - math.pi))
+
+
+def test_each_fixtures_region_turns_by_its_model_and_back_and_objects_and_tables_stay():
+    spec = _spec(
+        {"white_cabinet_1": "white_cabinet", "flat_stove_1": "flat_stove", "desk_caddy_1": "desk_caddy"},
+        {"cabinet_region": ["white_cabinet_1"], "stove_region": ["flat_stove_1"], "caddy_region": ["desk_caddy_1"],
+         "plate_region": ["plate_1"]},
+        {"caddy_region": [(math.pi, math.pi)], "plate_region": [(0.5, 0.5)]},
+    )
+    ours, turned = convert_spec(spec)
+    yaw = {k: r.yaw_rotation for k, r in ours.regions.items()}
+    assert yaw["kitchen_table_cabinet_region"] == [(-math.pi / 2, -math.pi / 2)]
+    assert yaw["kitchen_table_stove_region"] == [(math.pi / 2, math.pi / 2)]
+    assert yaw["kitchen_table_caddy_region"] == [(0.0, 0.0)]
+    assert yaw["kitchen_table_plate_region"] == [(0.5, 0.5)]  # an object's region is left as it is
+    assert [(t.instance, round(t.by_degrees)) for t in turned] == [
+        ("white_cabinet_1", -90), ("flat_stove_1", 90), ("desk_caddy_1", 180)]
+    assert spec.regions["kitchen_table_cabinet_region"].yaw_rotation == []  # the input is not changed
+    back, _ = convert_spec(ours, to_libero=True)
+    for key, region in spec.regions.items():
+        assert (back.regions[key].yaw_rotation or [(0.0, 0.0)]) == (region.yaw_rotation or [(0.0, 0.0)])
+
+
+def test_one_region_placing_two_fixtures_that_turn_differently_is_named():
+    spec = _spec({"white_cabinet_1": "white_cabinet", "flat_stove_1": "flat_stove"},
+                 {"shared_region": ["white_cabinet_1", "flat_stove_1"]})
+    with pytest.raises(LiberoError, match="region 'kitchen_table_shared_region' places flat_stove_1, "
+                                          "white_cabinet_1, whose models need different turns"):
+        convert_spec(spec)
