@@ -75,7 +75,9 @@ def cmd_convert_tasks(args) -> int:
         print(f"{dest}: {said}")
     done = len(sources) - len(failed)
     way = "for LIBERO's models" if args.to_libero else "from LIBERO's models to ours"
-    print(f"{done} task file{'s' if done != 1 else ''} written to {out_dir}, {turned_files} with fixtures turned {way}")
+    if done:
+        print(f"{done} task file{'s' if done != 1 else ''} written to {out_dir}, {turned_files} with fixtures turned "
+              f"{way}")
     if failed:
         raise LiberoError(f"{len(failed)} of {len(sources)} task files not converted (above): {', '.join(failed)}")
     return 0
