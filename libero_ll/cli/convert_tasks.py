@@ -9,14 +9,17 @@ from libero_ll.cli.args import about, output_folder
 from libero_ll.errors import LiberoError
 
 
-def _sources(given: list[str]) -> list[tuple[Path, Path]]:
+def _sources(given: list[str], out_dir: Path) -> list[tuple[Path, Path]]:
     """(task file, its path under --out): a file given goes to its name, the .bddl files under a folder given
-    to their paths below that folder (LIBERO's bddl_files/ holds a folder per suite)."""
+    to their paths below that folder (LIBERO's bddl_files/ holds a folder per suite), but those in `out_dir`
+    (written by an earlier conversion into a folder inside the one given)."""
     out = []
+    written = out_dir.resolve()
     for g in given:
         path = Path(g)
         if path.is_dir():
-            found = sorted(path.rglob("*.bddl"))
+            inside = written != path.resolve()  # --out the folder itself: refused below, file by file
+            found = sorted(f for f in path.rglob("*.bddl") if not (inside and written in f.resolve().parents))
             if not found:
                 raise LiberoError(f"{path}: a folder with no .bddl task files")
             out += [(f, f.relative_to(path)) for f in found]
@@ -42,8 +45,8 @@ def cmd_convert_tasks(args) -> int:
     from libero_ll.paths import atomic_write_bytes
     from libero_ll.tasks.libero_files import convert_spec
 
-    sources = _sources(args.files)
     out_dir = output_folder(args.out, "--out")
+    sources = _sources(args.files, out_dir)
     for src, rel in sources:
         dest = out_dir / rel
         if dest.resolve() == src.resolve():

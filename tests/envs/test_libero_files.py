@@ -147,6 +147,11 @@ def test_convert_tasks_keeps_a_folders_layout_names_a_bad_file_and_overwrites_no
     assert main(["convert-tasks", str(src / "suite_a"), "--out", str(src / "suite_a"), "--overwrite"]) == 2
     assert "over the file it is converted from" in capsys.readouterr().err
     assert (src / "suite_a" / "facing.bddl").read_text() == libero_files.FACING
+    # Into a folder inside the one converted: run again, what it wrote is not taken for more to convert.
+    for _ in range(2):
+        assert main(["convert-tasks", str(src), "--out", str(src / "ours"), "--overwrite"]) == 0
+    assert sorted(p.relative_to(src / "ours").as_posix() for p in (src / "ours").rglob("*.bddl")) == [
+        "suite_a/facing.bddl", "suite_b/put_the_left_bowl_on_the_plate.bddl"]
 
 
 def test_our_own_task_files_turn_no_front_away_from_the_robot():
