@@ -55,6 +55,24 @@ PROBLEM_CLASSES: tuple[str, ...] = (
 )
 
 
+def scene_family(problem_class) -> str | None:
+    """The scene family (one of PROBLEM_CLASSES) that a problem class names, or None.
+
+    That is the class itself when it is a family, and for a variant, a name that starts with a family's
+    (without case) and goes on after an underscore, the family. Suites built on LIBERO register such
+    variants for other lights, textures or camera poses of a family's scene
+    (``Libero_Kitchen_Tabletop_Manipulation_kitchen_light_sync_modified_1017``); here they are built as the
+    family, and validation says so. A class that differs from a family only by case is not taken: the
+    parser spells those as the family, so only one built in code can be one, and the scene families are
+    looked up by their own spelling.
+    """
+    if problem_class in PROBLEM_CLASSES:
+        return problem_class
+    text = str(problem_class).lower()
+    variants = [c for c in PROBLEM_CLASSES if text.startswith(c.lower() + "_") and len(text) > len(c) + 1]
+    return max(variants, key=len) if variants else None
+
+
 def _loc_field():
     return field(default=None, compare=False, repr=False)
 
@@ -214,6 +232,12 @@ class TaskSpec:
     def instances(self) -> dict[str, str]:
         """Every instance -> category, fixtures first, then objects."""
         return {**self.fixtures, **self.objects}
+
+    @property
+    def scene_family(self) -> str:
+        """The scene family the task is built in: its problem class, or the family a variant's name starts
+        with (see `scene_family`)."""
+        return scene_family(self.problem_class) or self.problem_class
 
     def goal_predicates(self) -> list[Predicate]:
         """The atoms of the goal when it is a pure conjunction (nested Ands are flattened).

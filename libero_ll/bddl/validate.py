@@ -22,6 +22,7 @@ from libero_ll.bddl.spec import (
     Region,
     TaskSpec,
     iter_atoms,
+    scene_family,
 )
 
 # Predicates whose first argument is a thing that moves or is placed, never a region.
@@ -102,7 +103,15 @@ class _Validator:
         locs = spec.decl_locs
         if spec.domain.lower() != "robosuite":
             self.add(locs.get(":domain"), f"unknown domain '{spec.domain}'; task files use robosuite")
-        if spec.problem_class not in PROBLEM_CLASSES:
+        family = scene_family(spec.problem_class)
+        if family is not None and family != spec.problem_class:
+            self.warn(
+                locs.get(":problem"),
+                f"problem class '{spec.problem_class}' is a variant of the scene family {family} (its name starts "
+                f"with it), and is built as that family: what the variant changes (its lights, textures or "
+                f"camera) is not reproduced",
+            )
+        elif spec.problem_class not in PROBLEM_CLASSES:
             # The parser reads the class without case, into its registered spelling; one built in code is not
             # rewritten, since the scene family is looked up by that spelling.
             same = [c for c in PROBLEM_CLASSES if c.lower() == str(spec.problem_class).lower()]

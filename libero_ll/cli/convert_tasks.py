@@ -82,7 +82,8 @@ def cmd_convert_tasks(args) -> int:
         print(f"{done} task file{'s' if done != 1 else ''} written to {out_dir}, {turned_files} with fixtures turned "
               f"{way}")
     if failed:
-        raise LiberoError(f"{len(failed)} of {len(sources)} task files not converted (above): {', '.join(failed)}")
+        named = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+        raise LiberoError(f"{len(failed)} of {len(sources)} task files not converted (above): {named}")
     return 0
 
 

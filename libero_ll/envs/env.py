@@ -68,9 +68,9 @@ def load_task(path_or_spec) -> TaskSpec:
         raise LiberoError("\n".join(str(e) for e in errors))
     for note in notes:
         warnings.warn(str(note), BddlWarning, stacklevel=3)
-    if spec.problem_class not in ARENAS:
+    if spec.scene_family not in ARENAS:
         raise LiberoError(
-            f"{spec.path or '<task>'}: scene family {spec.problem_class!r} is not available yet; "
+            f"{spec.path or '<task>'}: scene family {spec.scene_family!r} is not available yet; "
             f"available: {', '.join(ARENAS.names())}"
         )
     return spec
@@ -95,7 +95,7 @@ class LiberoEnv:
         if self.config.robot_mesh not in ROBOT_MESHES:
             raise LiberoError(f"robot_mesh must be one of {', '.join(ROBOT_MESHES)}, not {self.config.robot_mesh!r}")
         self.spec = load_task(task)
-        self.arena = ARENAS.get(self.spec.problem_class)
+        self.arena = ARENAS.get(self.spec.scene_family)
         ensure_gl_backend()
         quiet_simulator_logs()
         from robosuite.controllers import load_composite_controller_config

@@ -57,8 +57,8 @@ def scene_fingerprint(task_file: str | Path) -> str:
         # Left out of the repr while 0, so that adding the field changed no other model's fingerprint.
         if model.friction_priority:
             h.update(f"friction_priority={model.friction_priority}".encode())
-    if spec.problem_class in ARENAS:
-        h.update(repr(ARENAS.get(spec.problem_class)).encode())
+    if spec.scene_family in ARENAS:
+        h.update(repr(ARENAS.get(spec.scene_family)).encode())
     return h.hexdigest()
 
 
@@ -277,7 +277,7 @@ def libero_positions(spec, row: np.ndarray, moving_joints: int) -> dict[str, np.
             f"for the arm, {len(order)} objects and {moving_joints} moving parts), this one has {len(row)}: "
             "is it the initial-states file of another task?"
         )
-    dx, dy = LIBERO_WORKSPACE_XY.get(spec.problem_class, (0.0, 0.0))
+    dx, dy = LIBERO_WORKSPACE_XY.get(spec.scene_family, (0.0, 0.0))
     out = {}
     for k, inst in enumerate(order):
         adr = 1 + _LIBERO_ROBOT_QPOS + 7 * k

@@ -61,11 +61,13 @@ def convert_spec(spec: TaskSpec, to_libero: bool = False) -> tuple[TaskSpec, lis
     """A copy of `spec` whose fixtures stand with our models as they stood with LIBERO's (or, with
     `to_libero`, with LIBERO's models as they stand with ours), and what was turned.
 
+    Instances of a category this library has no model of are left as they are (validation names them).
+
     Raises:
-        LiberoError: an unknown category, or one region that places two fixtures that need different
-        turns (the message names the region).
+        LiberoError: one region that places two fixtures that need different turns (the message names the
+        region).
     """
-    from libero_ll.assets.categories import get_model
+    from libero_ll.assets.categories import CATEGORIES
 
     out = copy.deepcopy(spec)
     instances = out.instances()
@@ -80,9 +82,9 @@ def convert_spec(spec: TaskSpec, to_libero: bool = False) -> tuple[TaskSpec, lis
             continue
         turns = {}
         for inst in insts:
-            if inst not in instances:
+            if inst not in instances or instances[inst] not in CATEGORIES:
                 continue  # validation names it
-            model = get_model(instances[inst])
+            model = CATEGORIES.get(instances[inst])
             if model.kind == "fixture" and model.libero_yaw:
                 turns[inst] = -model.libero_yaw if to_libero else model.libero_yaw
         if not turns:

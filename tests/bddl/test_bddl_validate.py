@@ -643,6 +643,31 @@ def test_a_lower_case_problem_class_is_read_as_its_registered_spelling():
     ), err.message
 
 
+def test_a_variant_of_a_scene_family_is_built_as_the_family_with_a_warning():
+    # Suites built on LIBERO register a problem class per look of a family's scene (lights, textures).
+    from libero_ll.bddl.spec import scene_family
+
+    name = "Libero_Tabletop_Manipulation_tabletop_light_sync_modified_17"
+    spec = parse_string(variant("LIBERO_Tabletop_Manipulation", name), "v.bddl")
+    assert spec.problem_class == name and spec.scene_family == "LIBERO_Tabletop_Manipulation"
+    errors, notes = validate_with_warnings(spec, CATEGORIES, FACTS)
+    base_errors, base_notes = validate_with_warnings(parse_string(BASE, "v.bddl"), CATEGORIES, FACTS)
+    assert errors == base_errors
+    assert [str(n) for n in notes] == [
+        f"v.bddl:1:18: problem class '{name}' is a variant of the scene family LIBERO_Tabletop_Manipulation "
+        "(its name starts with it), and is built as that family: what the variant changes (its lights, textures or "
+        "camera) is not reproduced"
+    ] + [str(n) for n in base_notes]
+    # The longest family that the name starts with; nothing for a name that only looks like one.
+    assert scene_family("LIBERO_Kitchen_Tabletop_Manipulation_texture_3") == "LIBERO_Kitchen_Tabletop_Manipulation"
+    assert scene_family("LIBERO_Kitchen_Tabletop_Manipulation") == "LIBERO_Kitchen_Tabletop_Manipulation"
+    for other in ("LIBERO_Tabletop_ManipulationX", "LIBERO_Tabletop_Manipulation_", "LIBERO_Moon_Manipulation_1",
+                  "libero_tabletop_manipulation"):
+        assert scene_family(other) is None, other
+    [err] = validate(parse_string(variant("LIBERO_Tabletop_Manipulation", "LIBERO_Tabletop_ManipulationX")), CATEGORIES)
+    assert err.message.startswith("unknown problem class 'LIBERO_Tabletop_ManipulationX'")
+
+
 def test_an_instance_declared_in_the_other_section_than_its_category_is_a_warning(tmp_path):
     # The scene goes by the category, so a plate among the :fixtures stayed movable and a cabinet among the
     # :objects welded, without a word.

@@ -177,3 +177,22 @@ def test_collecting_workers_say_warnings_plainly_and_the_task_files_once(tmp_pat
     assert any("is too tight for the footprint" in line for line in lines), err
     # Every line is a whole message: no line of our code after a warning, as Python's own format adds.
     assert all(line.startswith(("warning: ", "error: ")) for line in lines), err
+
+
+def test_a_variant_problem_class_loads_as_its_scene_family(tmp_path):
+    """Suites built on LIBERO name a problem class per look of a family's scene; ours builds the family."""
+    name = "Libero_Tabletop_Manipulation_tabletop_light_sync_modified_17"
+    text = libero_files.PLATE_BETWEEN_BOWLS
+    assert "(problem LIBERO_Tabletop_Manipulation)" in text
+    path = tmp_path / "variant.bddl"
+    path.write_text(text.replace("(problem LIBERO_Tabletop_Manipulation)", f"(problem {name})"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env = LiberoEnv(path, EnvConfig(render=False))
+    try:
+        assert env.spec.problem_class == name and env.arena.problem_class == "LIBERO_Tabletop_Manipulation"
+        assert any(f"problem class '{name}' is a variant" in str(w.message) for w in caught)
+        env.reset(seed=1)
+        assert [t for t, holds in env.predicate_values(env.spec.init) if not holds] == []
+    finally:
+        env.close()

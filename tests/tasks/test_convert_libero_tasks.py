@@ -68,3 +68,13 @@ def test_one_region_placing_two_fixtures_that_turn_differently_is_named():
     with pytest.raises(LiberoError, match="region 'kitchen_table_shared_region' places flat_stove_1, "
                                           "white_cabinet_1, whose models need different turns"):
         convert_spec(spec)
+
+
+def test_a_category_without_a_model_here_is_left_as_it_is_and_the_rest_turned():
+    # Suites built on LIBERO add objects of their own (LIBERO-plus: a bag of yeast); `check` names them.
+    spec = _spec({"white_cabinet_1": "white_cabinet", "short_fridge_1": "short_fridge"},
+                 {"cabinet_region": ["white_cabinet_1"], "fridge_region": ["short_fridge_1"]})
+    spec.objects["bag_of_yeast_1"] = "bag_of_yeast"
+    ours, turned = convert_spec(spec)
+    assert [t.instance for t in turned] == ["white_cabinet_1"]
+    assert ours.regions["kitchen_table_fridge_region"].yaw_rotation == []
