@@ -60,14 +60,22 @@ class EnvConfig:
     controller: str = "lean"
 
 
+# The task files' warnings said in this process: each is said once, however many times and from wherever its
+# task is loaded (a run loads each task for its instruction, its initial states and every environment built).
+_SAID: set[str] = set()
+
+
 def load_task(path_or_spec) -> TaskSpec:
-    """A validated TaskSpec from a path or an already parsed spec; LiberoError listing every problem."""
+    """A validated TaskSpec from a path or an already parsed spec; LiberoError listing every problem. Each
+    warning of the file (BddlWarning) is said once in a process."""
     spec = path_or_spec if isinstance(path_or_spec, TaskSpec) else parse_file(str(path_or_spec))
     errors, notes = validate_with_warnings(spec, affordances(), category_facts())
     if errors:
         raise LiberoError("\n".join(str(e) for e in errors))
-    for note in notes:
-        warnings.warn(str(note), BddlWarning, stacklevel=3)
+    for note in map(str, notes):
+        if note not in _SAID:
+            _SAID.add(note)
+            warnings.warn(note, BddlWarning, stacklevel=3)
     if spec.scene_family not in ARENAS:
         raise LiberoError(
             f"{spec.path or '<task>'}: scene family {spec.scene_family!r} is not available yet; "

@@ -31,12 +31,15 @@ from __future__ import annotations
 import multiprocessing as mp
 import multiprocessing.connection
 import traceback
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Callable, NamedTuple
 
 import numpy as np
 
+from libero_ll.bddl.validate import BddlWarning
+from libero_ll.envs.env import load_task
 from libero_ll.errors import LiberoError
 from libero_ll.evaluation.rollout import (
     Rollout,
@@ -60,6 +63,9 @@ def _worker(conn, task_files: list[str], env_cfg) -> None:
     # the policy batched in the parent, never import it here.)
     ensure_gl_backend()
     quiet_simulator_logs()
+    # The evaluator's own process said each task file's warnings once (ParallelEvaluator); each worker would
+    # say them again.
+    warnings.simplefilter("ignore", BddlWarning)
     plain_warnings()
     import libero_ll.envs.scene  # noqa: F401 - robosuite and MuJoCo
 
@@ -255,6 +261,10 @@ class ParallelEvaluator:
         self.built = [0] * workers
         files = [str(Path(f)) for f in task_files]
         self._num_tasks = len(files)
+        # A task file's warnings are said here, once (the workers do not repeat them); a broken file stops the
+        # evaluation before any worker starts.
+        for f in files:
+            load_task(f)
         for _ in range(workers):
             parent, child = ctx.Pipe()
             p = ctx.Process(target=_worker, args=(child, files, env_cfg), daemon=True)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import signal
 import time
 import traceback
+import warnings
 from contextlib import nullcontext
 
+from libero_ll.bddl.validate import BddlWarning
 from libero_ll.errors import LiberoError
-from libero_ll.processes import spawn_context
+from libero_ll.processes import plain_warnings, spawn_context
 
 
 class _AnyTask:
@@ -39,6 +41,10 @@ def _serve(conn, cfg: dict, task_files: list[str], env_cfg, policy_name: str, po
     (or until the training process is gone). SIGTERM (the training process stopping it in mid-job) is taken as
     Ctrl-C: its environment workers are stopped too rather than left to finish their rollouts."""
     signal.signal(signal.SIGTERM, _as_ctrl_c)
+    # The training process said each task file's warnings; this process, and the workers it starts, would say
+    # them again.
+    warnings.simplefilter("ignore", BddlWarning)
+    plain_warnings()
     evaluator = envs = None
     try:
         import torch

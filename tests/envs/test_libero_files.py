@@ -179,6 +179,37 @@ def test_collecting_workers_say_warnings_plainly_and_the_task_files_once(tmp_pat
     assert all(line.startswith(("warning: ", "error: ")) for line in lines), err
 
 
+class _StillPolicy:
+    """Keeps the hand where it is (lock-step: `reset` and `act` on a batch of observations)."""
+
+    def reset(self, num_envs, env_ids=None):
+        pass
+
+    def act(self, obs, task_emb):
+        return np.zeros((len(obs["ee_states"]), 7), dtype=np.float32)
+
+
+def test_evaluation_workers_leave_a_task_files_warnings_to_the_evaluator(tmp_path, capfd):
+    """Each evaluation worker builds the task's environment; the warnings of its file are said once, by the
+    evaluator's own process, before any worker starts."""
+    from libero_ll.evaluation.vector_eval import ParallelEvaluator
+
+    path = libero_files.write_folder(tmp_path)[sorted(libero_files.FILES).index("put_the_white_bowl_on_the_stove")]
+    with pytest.warns(BddlWarning, match="front away from the robot"):
+        evaluator = ParallelEvaluator([path], EnvConfig(image_size=16, robot_mesh="collision"), workers=2)
+    env = LiberoEnv(path, EnvConfig(render=False))  # not said again in this process
+    try:
+        states = env.sample_init_states(2, seed=0)
+    finally:
+        env.close()
+    capfd.readouterr()
+    with evaluator:
+        done = evaluator.rollouts(_StillPolicy(), 0, states, np.zeros(4, np.float32), 2, max_steps=3)
+    assert [r.steps for r in done] == [3, 3]
+    err = capfd.readouterr().err
+    assert "front away from the robot" not in err, err
+
+
 def test_a_variant_problem_class_loads_as_its_scene_family(tmp_path):
     """Suites built on LIBERO name a problem class per look of a family's scene; ours builds the family."""
     name = "Libero_Tabletop_Manipulation_tabletop_light_sync_modified_17"
