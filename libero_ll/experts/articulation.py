@@ -5,10 +5,12 @@ Each function reads the scene from the simulator and returns waypoints for `Scri
 the grip site (the centre between the finger pads), metres, world frame.
 
 How the hand works each part:
-- drawers and doors have horizontal bar handles standing off their front: the hand, tipped
-  forward so that its palm stays clear of the handles above, hooks its closed fingers into the gap
-  behind the bar from above and pulls along the drawer's axis or around the door's hinge (turning
-  the wrist with the door); to shut it, the fingers push the outside of the bar back;
+- drawers and doors have horizontal bar handles standing off their front. To open, the hand points
+  into the face, pinches the bar and pulls along the drawer's axis or around the door's hinge
+  (turning the wrist with the door). A door that does not face the robot is dragged ajar by the
+  closed fingers hooked behind its bar from above, then pushed open from inside (the arm, reaching
+  round the door to pinch it from outside, meets its edge). To shut, the closed fingers of a hand
+  pointing down push the front of the bar, or a door's outer face, back;
 - a knob is grasped from above across its grip ridge and turned by turning the wrist.
 """
 
@@ -20,6 +22,7 @@ import numpy as np
 
 from libero_ll.assets.categories import get_model
 from libero_ll.assets.fixtures import HANDLE_STANDOFF
+from libero_ll.envs.thresholds import DOOR_OPEN
 from libero_ll.experts.skills import footprints, hand_and_wrist, hand_down_rotation, nearest_equivalent_yaw
 
 CLOSED, OPEN = 1.0, -1.0
@@ -211,6 +214,70 @@ def _work_handle(
     return way + follow + [("move", back, turn @ hand, CLOSED), ("move", back + up, turn @ hand, CLOSED)]
 
 
+# A door faces the robot when its outer face's normal is within this cosine of the way to the robot (-x): within
+# about 45 degrees.
+FACES_ROBOT = 0.7
+# A door that does not face the robot is pulled open by its handle this far (radians) ...
+DOOR_HOOK_TO = 0.95
+# ... with the fingers this far (metres) from the handle's middle towards the hinge (its posts stand 5 cm out) ...
+DOOR_HOOK_IN = 0.02
+# ... and then, once it is open this far (radians; less, and the hand does not fit between the door and the
+# appliance), pushed open from inside (see `door`).
+DOOR_AJAR = 0.75
+# Pushing a door open from inside, the finger tips rest this far (metres) above the handle's height.
+DOOR_INSIDE_HIGH = 0.04
+
+
+def faces_robot(out: np.ndarray) -> bool:
+    """Whether a face whose outward horizontal normal is `out` faces the robot (which stands at -x)."""
+    return float(out[0]) < -FACES_ROBOT
+
+
+def _hook_behind(env, handle: np.ndarray, out: np.ndarray, path, steps: int = 8) -> list:
+    """Hook the closed fingers behind a bar handle from above and pull it along `path`.
+
+    For a door that does not face the robot: the hand points down (the arm stays above the door's top edge
+    while the door turns), comes straight down behind the bar and drags it round; then it rises out.
+    """
+    up = np.array([0, 0, ABOVE])
+    start = handle - out * HOOK_DEPTH
+    hand = _hook_hand(env, -out, swinging=True)
+    hand_at = env.robot_proprio()["ee_pos"]
+    clear = start + up
+    risen = np.array([hand_at[0], hand_at[1], max(hand_at[2], clear[2])])
+    way = _legs(hand_at, risen, hand, CLOSED) if risen[2] > hand_at[2] + 0.01 else []
+    way += _legs(risen, clear, hand, CLOSED)
+    way += [("move", start, hand, CLOSED)]
+    follow, last, turn = _follow(handle, start, hand, path, CLOSED, steps, via=True)
+    return way + follow + [("move", last + up, turn @ hand, CLOSED)]
+
+
+def _push_inside(env, contact: np.ndarray, out: np.ndarray, path, top: float, steps: int = 8) -> list:
+    """Push a door open from inside: the closed fingers rest on its inner face at `contact` (whose outward
+    normal is `out`) and follow `path`.
+
+    The hand, which dragged the door ajar from outside, rises above the appliance's `top` before it crosses
+    to the inside, and turns only there, nearer the robot (turned far out, the arm stretched straight and
+    stuck), as far as it must (of the two ways the fingers can close, the nearer).
+    """
+    up = np.array([0, 0, ABOVE])
+    hand = _hook_hand(env, -out)
+    start = contact + out * HOOK_DEPTH
+    hand_at = env.robot_proprio()["ee_pos"]
+    high = max(hand_at[2], top + ABOVE / 2)
+    risen = np.array([hand_at[0], hand_at[1], high])
+    above = np.array([start[0], start[1], high]) + out * APPROACH_OUT
+    now = env.robot_proprio()["ee_rot"]
+    way = _legs(hand_at, risen, now, CLOSED) if high > hand_at[2] + 0.01 else []
+    way += _legs(risen, above, now, CLOSED)
+    way += [("move", above, hand, CLOSED)]
+    way += _legs(above, start + out * APPROACH_OUT, hand, CLOSED)
+    way += [("move", start, hand, CLOSED)]
+    follow, last, turn = _follow(contact, start, hand, path, CLOSED, steps, via=True)
+    back = last + turn @ out * 0.04
+    return way + follow + [("move", back, turn @ hand, CLOSED), ("move", back + up, turn @ hand, CLOSED)]
+
+
 def drawer(env, inst: str, part: str, opening: bool, rng) -> list:
     """Pull a drawer open (to DRAWER_PULL_TO) by its handle, or push it shut."""
     handle, _ = _site(env, f"{inst}_{part}_handle")
@@ -239,8 +306,34 @@ def door(env, inst: str, part: str, opening: bool, rng) -> list:
         turn = _rot_z(sign * dq * k / n)
         return turn @ (handle - hinge) + hinge - handle, turn
 
-    if opening:
+    if opening and q >= DOOR_OPEN:
+        return []  # a repeated step (ScriptedExpert) whose door the last one opened
+    if opening and faces_robot(rot[:, 0]):
         return _work_handle(env, handle, rot[:, 0], path, pulling=True)
+    if opening and q < DOOR_AJAR:
+        # Turned away from the robot, a door swings its outer face away too: the arm, reaching round the door
+        # to a handle pinched from outside, meets the door's edge. The fingers hook behind the handle and drag
+        # the door ajar; a second step (ScriptedExpert) pushes it open from inside.
+        ajar = DOOR_HOOK_TO - q
+        # Hooked nearer the hinge, the handle's way round is shorter and stays nearer the robot.
+        hook = handle - rot[:, 1] * DOOR_HOOK_IN
+
+        def ajar_path(k, n):
+            turn = _rot_z(sign * ajar * k / n)
+            return turn @ (hook - hinge) + hinge - hook, turn
+
+        return _hook_behind(env, hook, rot[:, 0], ajar_path)
+    if opening:
+        local = rot.T @ (handle - hinge)
+        contact = hinge + rot @ np.array([0.0, local[1], local[2] + DOOR_INSIDE_HIGH])
+
+        def inside_path(k, n):
+            turn = _rot_z(sign * dq * k / n)
+            return turn @ (contact - hinge) + hinge - contact, turn
+
+        model = get_model(env.spec.instances()[inst])
+        top = env.geometry.pos(inst)[2] + model.half_size[2]
+        return _push_inside(env, contact, -rot[:, 0], inside_path, top)
     # Shut, the finger tips push the door's outer face just below its top edge, so that the hand
     # (20 cm wide along the door) passes above the handle and the appliance's top: the handle of a
     # wide-open door is out of the Panda's reach.
