@@ -233,6 +233,29 @@ def faces_robot(out: np.ndarray) -> bool:
     return float(out[0]) < -FACES_ROBOT
 
 
+def _down_onto(env, start: np.ndarray, hand: np.ndarray, high: float, beside=None, turn_above: bool = False) -> list:
+    """The closed hand's way from where it is down onto `start` from above, clear of a door it works.
+
+    It rises where it is to `high` (or stays at its height, if higher), crosses at that height to above
+    `start + beside`, comes straight down there and, with `beside`, moves in to `start`. With `turn_above` it
+    keeps its rotation until it is above that point and turns to `hand` there, nearer the robot (turned far
+    out, the arm stretched straight and stuck); else it turns on the way up.
+    """
+    beside = np.zeros(3) if beside is None else beside
+    hand_at, now = env.robot_proprio()["ee_pos"], env.robot_proprio()["ee_rot"]
+    carried = now if turn_above else hand
+    risen = np.array([hand_at[0], hand_at[1], max(hand_at[2], high)])
+    above = np.array([start[0] + beside[0], start[1] + beside[1], risen[2]])
+    way = _legs(hand_at, risen, carried, CLOSED) if risen[2] > hand_at[2] + 0.01 else []
+    way += _legs(risen, above, carried, CLOSED)
+    if turn_above:
+        way.append(("move", above, hand, CLOSED))
+    way += _legs(above, start + beside, hand, CLOSED)
+    if np.any(beside):
+        way.append(("move", start, hand, CLOSED))
+    return way
+
+
 def _hook_behind(env, handle: np.ndarray, out: np.ndarray, path, steps: int = 8) -> list:
     """Hook the closed fingers behind a bar handle from above and pull it along `path`.
 
@@ -242,12 +265,7 @@ def _hook_behind(env, handle: np.ndarray, out: np.ndarray, path, steps: int = 8)
     up = np.array([0, 0, ABOVE])
     start = handle - out * HOOK_DEPTH
     hand = _hook_hand(env, -out, swinging=True)
-    hand_at = env.robot_proprio()["ee_pos"]
-    clear = start + up
-    risen = np.array([hand_at[0], hand_at[1], max(hand_at[2], clear[2])])
-    way = _legs(hand_at, risen, hand, CLOSED) if risen[2] > hand_at[2] + 0.01 else []
-    way += _legs(risen, clear, hand, CLOSED)
-    way += [("move", start, hand, CLOSED)]
+    way = _down_onto(env, start, hand, start[2] + ABOVE)
     follow, last, turn = _follow(handle, start, hand, path, CLOSED, steps, via=True)
     return way + follow + [("move", last + up, turn @ hand, CLOSED)]
 
@@ -257,22 +275,13 @@ def _push_inside(env, contact: np.ndarray, out: np.ndarray, path, top: float, st
     normal is `out`) and follow `path`.
 
     The hand, which dragged the door ajar from outside, rises above the appliance's `top` before it crosses
-    to the inside, and turns only there, nearer the robot (turned far out, the arm stretched straight and
-    stuck), as far as it must (of the two ways the fingers can close, the nearer).
+    to the inside, and turns only there (`_down_onto`), as far as it must (of the two ways the fingers can
+    close, the nearer).
     """
     up = np.array([0, 0, ABOVE])
     hand = _hook_hand(env, -out)
     start = contact + out * HOOK_DEPTH
-    hand_at = env.robot_proprio()["ee_pos"]
-    high = max(hand_at[2], top + ABOVE / 2)
-    risen = np.array([hand_at[0], hand_at[1], high])
-    above = np.array([start[0], start[1], high]) + out * APPROACH_OUT
-    now = env.robot_proprio()["ee_rot"]
-    way = _legs(hand_at, risen, now, CLOSED) if high > hand_at[2] + 0.01 else []
-    way += _legs(risen, above, now, CLOSED)
-    way += [("move", above, hand, CLOSED)]
-    way += _legs(above, start + out * APPROACH_OUT, hand, CLOSED)
-    way += [("move", start, hand, CLOSED)]
+    way = _down_onto(env, start, hand, top + ABOVE / 2, beside=out * APPROACH_OUT, turn_above=True)
     follow, last, turn = _follow(contact, start, hand, path, CLOSED, steps, via=True)
     back = last + turn @ out * 0.04
     return way + follow + [("move", back, turn @ hand, CLOSED), ("move", back + up, turn @ hand, CLOSED)]
