@@ -684,3 +684,117 @@ register_category(
         "an orange juice carton with a green band and white cap, 6 x 6 x 13.4 cm",
     )
 )
+
+
+# ---------------------------------------------------------------- LIBERO-plus's added groceries
+#
+# LIBERO-plus adds objects of these 13 categories to LIBERO's scenes (its category names, `__N` and all). Ours
+# are drawn from primitives at everyday sizes, every one narrow enough across its grasp for the open hand.
+
+
+def _capped(category: str, radius: float, body_top: float, cap_radius: float, cap_height: float, body_rgba,
+            cap_rgba, label_rgba, description: str, density: float = 700.0) -> Model:
+    """A round pill bottle or jar: a body and a screw cap (or lid) as wide or a little wider, held across the cap."""
+    cap_top = body_top + cap_height
+    geoms = [
+        _cyl(radius, 0.0, body_top, body_rgba),
+        _cyl(cap_radius, body_top, cap_top, cap_rgba),
+        _cyl(radius + 0.0006, body_top * 0.25, body_top * 0.8, label_rgba, collide=False),
+    ]
+    return _model(
+        category,
+        geoms,
+        density=density,
+        friction=(1.5, 0.005, 0.0001),
+        grasp=_body_grasp(cap_top - _GRIP_BELOW_TOP),
+        description=description,
+    )
+
+
+def _upright_box(category: str, half, body_rgba, label_rgba, description: str, density: float = 450.0) -> Model:
+    """A box standing on its end (a drinks box, a carton of shampoo), held across its short side near its top."""
+    hx, hy, hz = half
+    geoms = [
+        _box(hx, hy, 0.0, 2 * hz, body_rgba),
+        _box(hx * 0.75, hy + 0.0008, hz * 0.5, hz * 1.5, label_rgba, collide=False),
+    ]
+    return _model(
+        category,
+        geoms,
+        density=density,
+        friction=(1.5, 0.005, 0.0001),
+        grasp=_body_grasp(2 * hz - _GRIP_BELOW_TOP),
+        description=description,
+    )
+
+
+def _pouch(category: str, half, body_rgba, seal_rgba, description: str) -> Model:
+    """A filled sachet lying flat, its crimped seal at one end, held across its width like a box."""
+    hx, hy, hz = half
+    geoms = [
+        _box(hx, hy, 0.0, 2 * hz, body_rgba),
+        _box(0.006, hy + 0.0008, hz * 0.3, hz * 1.7, seal_rgba, collide=False, x=hx - 0.006),
+    ]
+    return _model(
+        category,
+        geoms,
+        density=600.0,
+        friction=(1.5, 0.005, 0.0001),
+        grasp=_body_grasp(hz + 0.008),
+        description=description,
+    )
+
+
+_PILL_WHITE, _TIN = (0.95, 0.95, 0.93, 1.0), (0.72, 0.73, 0.76, 1.0)
+register_category(
+    _capped("bottle_of_antihistamines", 0.019, 0.065, 0.02, 0.016, _PILL_WHITE, (0.2, 0.45, 0.8, 1.0),
+            (0.35, 0.65, 0.9, 1.0), "a white pill bottle of antihistamines with a blue cap, 8 cm tall")
+)
+register_category(
+    _capped("bottle_of_aspirin", 0.021, 0.07, 0.022, 0.017, (0.55, 0.3, 0.12, 1.0), _PILL_WHITE,
+            (0.9, 0.2, 0.15, 1.0), "a brown pill bottle of aspirin with a white cap and red label, 8.7 cm tall")
+)
+register_category(
+    _capped("bottle_of_alfredo_sauce", 0.031, 0.095, 0.032, 0.018, (0.96, 0.93, 0.82, 1.0), (0.85, 0.75, 0.3, 1.0),
+            (0.1, 0.35, 0.2, 1.0), "a glass jar of creamy alfredo sauce with a gold lid, 11.3 cm tall",
+            density=900.0)
+)
+register_category(
+    _square_bottle("bottle_of_baby_oil", 0.022, 0.12, (0.97, 0.75, 0.82, 1.0), _PILL_WHITE,
+                   (0.55, 0.75, 0.95, 1.0), "a pink bottle of baby oil with a white flip cap, 14.6 cm tall")
+)
+register_category(
+    _round_bottle("bottle_of_barbecue_sauce__2", 0.028, 0.11, (0.45, 0.08, 0.05, 1.0), (0.9, 0.85, 0.8, 1.0),
+                  (0.95, 0.8, 0.25, 1.0), "a round dark-red barbecue sauce bottle with a cream cap, 16.5 cm tall")
+)
+register_category(
+    _can("can_of_soda__1", 0.033, 0.122, (0.1, 0.45, 0.25, 1.0), (0.95, 0.95, 0.9, 1.0), "a green soda can, 12.2 cm")
+)
+register_category(
+    _can("canned_food__1", 0.034, 0.105, (0.9, 0.75, 0.2, 1.0), (0.2, 0.3, 0.6, 1.0),
+         "a food can with a yellow and blue label, 10.5 cm tall")
+)
+register_category(
+    _box_package("can_of_sardines", (0.052, 0.03, 0.014), _TIN, (0.15, 0.3, 0.6, 1.0),
+                 "a flat silver tin of sardines with a blue label, 10.4 x 6 x 2.8 cm", density=900.0)
+)
+register_category(
+    _upright_box("box_of_vegetable_juice__1", (0.029, 0.02, 0.052), (0.85, 0.25, 0.15, 1.0), _LEAF_GREEN,
+                 "a red box of vegetable juice standing on end, 5.8 x 4 x 10.4 cm", density=700.0)
+)
+register_category(
+    _upright_box("box_of_shampoo__1", (0.03, 0.021, 0.07), (0.3, 0.6, 0.85, 1.0), _PILL_WHITE,
+                 "a blue carton of shampoo standing on end, 6 x 4.2 x 14 cm")
+)
+register_category(
+    _box_package("boxed_ink_cartridge__3", (0.055, 0.03, 0.02), (0.12, 0.12, 0.14, 1.0), (0.2, 0.7, 0.85, 1.0),
+                 "a black ink-cartridge box with a cyan label, 11 x 6 x 4 cm", density=300.0)
+)
+register_category(
+    _box_package("box_of_yogurt__1", (0.045, 0.031, 0.028), _PILL_WHITE, (0.85, 0.3, 0.5, 1.0),
+                 "a white box of yogurt cups with a pink label, 9 x 6.2 x 5.6 cm", density=400.0)
+)
+register_category(
+    _pouch("bag_of_yeast", (0.045, 0.032, 0.013), (0.9, 0.78, 0.45, 1.0), (0.75, 0.2, 0.15, 1.0),
+           "a flat golden sachet of yeast with a red seal, 9 x 6.4 x 2.6 cm")
+)

@@ -21,6 +21,13 @@ moka_pot porcelain_mug red_coffee_mug white_yellow_mug black_book yellow_book wi
 tomato_sauce cream_cheese butter chocolate_pudding cookies ketchup bbq_sauce salad_dressing
 new_salad_dressing milk orange_juice
 """.split()
+# The categories LIBERO-plus adds to LIBERO's scenes.
+LIBERO_PLUS_OBJECTS = """
+bottle_of_antihistamines bottle_of_aspirin bottle_of_alfredo_sauce bottle_of_baby_oil bottle_of_barbecue_sauce__2
+can_of_soda__1 canned_food__1 can_of_sardines box_of_vegetable_juice__1 box_of_shampoo__1 boxed_ink_cartridge__3
+box_of_yogurt__1 bag_of_yeast
+""".split()
+OBJECTS = SPEC_OBJECTS + LIBERO_PLUS_OBJECTS
 
 # Containers and supports that tasks never pick up.
 TARGETS = {"plate", "basket", "wooden_tray"}
@@ -142,10 +149,11 @@ def pack_on_table(categories: list[str]) -> list[dict[str, tuple[float, float]]]
 
 
 def test_every_spec_object_is_registered():
-    """Every object category of the spec has a movable model; all but plate, tray, basket a grasp hint."""
-    missing = [c for c in SPEC_OBJECTS if c not in CATEGORIES]
+    """Every object category of the spec and of LIBERO-plus has a movable model; all but plate, tray, basket a
+    grasp hint."""
+    missing = [c for c in OBJECTS if c not in CATEGORIES]
     assert not missing, f"categories without a model: {missing}"
-    for c in SPEC_OBJECTS:
+    for c in OBJECTS:
         m = get_model(c)
         assert m.kind == "object", c
         assert m.description, c
@@ -241,7 +249,7 @@ def test_grasp_hints_fit_the_hand():
     """At every grasp hint the open fingers come down clear, close on something narrower than the hand,
     and the palm clears the object's top."""
     problems = []
-    for c in SPEC_OBJECTS:
+    for c in OBJECTS:
         m = get_model(c)
         if m.grasp is None:
             continue
@@ -272,7 +280,7 @@ def test_objects_rest_still_and_upright_on_the_table():
     from libero_ll.envs.env import EnvConfig, LiberoEnv
 
     problems = []
-    for scene in pack_on_table(SPEC_OBJECTS):
+    for scene in pack_on_table(OBJECTS):
         first = next(iter(scene))
         text = scene_text(
             {c: (x, y, 0.0005) for c, (x, y) in scene.items()},
@@ -335,7 +343,7 @@ def test_bowls_rest_on_a_cookie_box_and_a_ramekin():
 
 # ---------------------------------------------------------------- the scripted expert on each object
 
-GRASPABLE = [c for c in SPEC_OBJECTS if c not in TARGETS]
+GRASPABLE = [c for c in OBJECTS if c not in TARGETS]
 SEEDS = range(10)
 
 
