@@ -32,17 +32,44 @@ def spawn_context():
     return mp.get_context("spawn")
 
 
+def _warning_text(message, category, filename, lineno, line=None) -> str:
+    if category.__module__.startswith("libero_ll."):
+        return f"warning: {message}\n"
+    return warnings.formatwarning(message, category, filename, lineno, line)
+
+
 def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """`warnings.showwarning` for a person at a terminal: our own warnings as `warning: message`, without the
     source line that raised them; others as Python shows them. The command line and the worker processes
     (`plain_warnings`) show them so."""
-    if category.__module__.startswith("libero_ll."):
-        print(f"warning: {message}", file=file or sys.stderr)
-    else:
-        print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=file or sys.stderr)
+    print(_warning_text(message, category, filename, lineno, line), end="", file=file or sys.stderr)
 
 
 def plain_warnings() -> None:
     """In a worker process: show warnings as the command line does (a spawned process starts with Python's
     own way, which adds the line of our code that raised each)."""
     warnings.showwarning = show_warning
+
+
+def pass_warnings(queue) -> None:
+    """In a worker process: put each warning on `queue` as ``{"warning": text}`` (shown as `show_warning` shows
+    it), for the parent to say once (`WarningsOnce`). Workers that meet the same thing (a region too tight in a
+    task they all collect) would each say it."""
+
+    def send(message, category, filename, lineno, file=None, line=None) -> None:
+        queue.put({"warning": _warning_text(message, category, filename, lineno, line)})
+
+    warnings.showwarning = send
+
+
+class WarningsOnce:
+    """The parent's side of `pass_warnings`: says each warning its workers pass up once, on stderr."""
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+
+    def __call__(self, text: str) -> None:
+        if text not in self._said:
+            self._said.add(text)
+            sys.stderr.write(text)
+            sys.stderr.flush()

@@ -26,7 +26,7 @@ from libero_ll.data.hdf5 import Demo, DemoWriter, new_record, read_info, record_
 from libero_ll.envs.env import EnvConfig, LiberoEnv, load_task
 from libero_ll.errors import LiberoError
 from libero_ll.experts.expert import EXPERT_VERSION, ScriptedExpert
-from libero_ll.processes import not_in_a_worker_starting, plain_warnings, spawn_context
+from libero_ll.processes import WarningsOnce, not_in_a_worker_starting, pass_warnings, spawn_context
 
 # The expert's episode cap, policy steps: the evaluation cap of the paper's protocol. Over 20 starts of each
 # of the 130 benchmark tasks (docs/expert_success.md) the expert's longest successful episode took 586 steps
@@ -216,9 +216,10 @@ def _worker_main(jobs, results) -> None:
 
     # Ctrl-C reaches the whole process group; the parent handles it and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # The parent validated every task file and said its warnings once; each worker would say them again.
+    # The parent validated every task file and said its warnings once; each worker would say them again. Its
+    # other warnings (placement's) go to the parent, which says each once however many workers meet it.
     warnings.simplefilter("ignore", BddlWarning)
-    plain_warnings()
+    pass_warnings(results)
     collector = _Collector()
     try:
         while (unit := jobs.get()) is not None:
@@ -246,6 +247,7 @@ def _run_in_workers(units: list[tuple[_Job, int]], workers: int) -> Iterator[dic
     for _ in range(workers):
         jobs.put(None)
     procs = [ctx.Process(target=_worker_main, args=(jobs, results), daemon=True) for _ in range(workers)]
+    say = WarningsOnce()
     try:
         for p in procs:
             p.start()
@@ -253,6 +255,9 @@ def _run_in_workers(units: list[tuple[_Job, int]], workers: int) -> Iterator[dic
             while True:
                 try:
                     out = results.get(timeout=1.0)
+                    if "warning" in out:
+                        say(out["warning"])
+                        continue
                     break
                 except queue.Empty:
                     dead = [p for p in procs if p.exitcode not in (None, 0)]

@@ -46,3 +46,15 @@ def test_the_gallery_takes_the_seed_and_robot_meshes_given(tmp_path, monkeypatch
     render_gallery(tmp_path / "g.png", tile=32, columns=1, categories=["plate"], families=False, seed=4,
                    robot_mesh="collision")
     assert made == ["collision"] and resets == [4]
+
+
+def test_the_gallerys_fixtures_face_its_cameras_without_a_warning(tmp_path):
+    """The gallery turns the stove's front to its camera, away from the robot: a task file would be warned of
+    that, but the gallery is no task file of the user's."""
+    import warnings
+
+    from libero_ll.bddl.validate import BddlWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BddlWarning)
+        render_gallery(tmp_path / "g.png", tile=32, columns=2, categories=["plate", "flat_stove"], families=False)
