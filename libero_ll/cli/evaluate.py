@@ -14,19 +14,22 @@ def cmd_evaluate(args) -> int:
     from libero_ll.cli.args import output_file, output_folder
     from libero_ll.errors import LiberoError
     from libero_ll.experiments.evaluate import (
+        ACTIONS,
         EvaluationInterrupted,
-        check_video_folder,
+        check_evaluation,
         evaluate_run,
         save_evaluation,
     )
+    from libero_ll.experiments.run_files import check_run_dir
 
+    if args.actions is not None and args.actions not in ACTIONS:
+        raise LiberoError(f"--actions {args.actions}: give {' or '.join(ACTIONS)}")
     several = len(args.run_dirs) > 1
     if several and args.out:
         raise LiberoError("--out names one file: give one run directory, or leave --out out (each run's results "
                           "then go to its own evaluations/ folder)")
     for run_dir in args.run_dirs:
-        if not (Path(run_dir) / "config.yaml").exists():
-            raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
+        check_run_dir(run_dir)
     # Paths to write are checked before any rollout, so that a typo does not cost the evaluation.
     if args.out:
         out = output_file(args.out, "--out")
@@ -44,10 +47,15 @@ def cmd_evaluate(args) -> int:
     folders = [n if names.count(n) == 1 else f"{k + 1}_{n}" for k, n in enumerate(names)]
     videos = [None if args.video is None else (Path(args.video) / folder if several else Path(args.video))
               for folder in folders]
-    if args.video and several and not args.overwrite:
-        # Every run's video folder is checked before the first run's rollouts (each run checks its own again).
+    if several:
+        # Every run's checkpoint, tasks, initial states and video folder are checked before the first run's
+        # rollouts (each run checks its own again): a stage or task the last run lacks is said at once.
         for run_dir, video in zip(args.run_dirs, videos):
-            check_video_folder(run_dir, video, args.checkpoint, _split(args.tasks))
+            try:
+                check_evaluation(run_dir, args.checkpoint, _split(args.tasks), new_states=args.new_states,
+                                 video_dir=video, overwrite=args.overwrite)
+            except LiberoError as e:
+                raise LiberoError(_of_run(run_dir, e)) from None
     results = []
     for run_dir, video in zip(args.run_dirs, videos):
         try:
@@ -81,6 +89,12 @@ def _evaluation_file(path) -> bool:
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     return isinstance(data, dict) and "run_dir" in data and "tasks" in data
+
+
+def _of_run(run_dir, error: Exception) -> str:
+    """An error's message said of its run: `RUN_DIR: message`, unless it begins with the run's path already."""
+    text, head = str(error), str(run_dir).rstrip("/")
+    return text if text[len(head):len(head) + 1] in (":", " ", "/") and text.startswith(head) else f"{head}: {text}"
 
 
 def _print_table(evaluation) -> None:

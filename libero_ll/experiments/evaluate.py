@@ -34,7 +34,7 @@ from libero_ll.experiments.lifelong import (
     suite_tasks,
     write_json,
 )
-from libero_ll.experiments.run_files import run_task_files
+from libero_ll.experiments.run_files import check_run_dir, run_task_files
 from libero_ll.processes import not_in_a_worker_starting
 
 # How an evaluation may act: sampled from the action head, or its most likely component's mean.
@@ -238,9 +238,7 @@ def _plan(run_dir: Path, checkpoint: str, tasks: list[str] | None) -> _Plan:
     from libero_ll.evaluation.success import SuccessTensor
     from libero_ll.experiments.config import load_config
 
-    run_dir = Path(run_dir)
-    if not (run_dir / "config.yaml").exists():
-        raise LiberoError(f"{run_dir}: not a run directory (no config.yaml)")
+    run_dir = check_run_dir(run_dir)
     cfg = load_config(run_dir / "config.yaml")
     # The task files the run was trained on (its own copies), else those its config names (older runs).
     kept = run_task_files(run_dir)
@@ -283,15 +281,21 @@ def _videos_in_the_way(video_dir: str | Path, old: list[Path]) -> str:
             f"(--overwrite) to remove the earlier videos of {'these tasks' if len(tasks) > 1 else 'this task'} first")
 
 
-def check_video_folder(run_dir: str | Path, video_dir: str | Path, checkpoint: str = "final",
-                       tasks: list[str] | None = None, overwrite: bool = False) -> None:
-    """Refuse, before any rollout, a video folder that already holds rollout videos of the tasks that
-    `evaluate_run` would evaluate with these arguments (unless `overwrite`); what `evaluate_run` checks too, for
-    a caller that evaluates several runs and must check them all first."""
+def check_evaluation(run_dir: str | Path, checkpoint: str = "final", tasks: list[str] | None = None,
+                     new_states: int | None = None, video_dir: str | Path | None = None,
+                     overwrite: bool = False) -> None:
+    """Refuse, before any rollout, what `evaluate_run` with these arguments would refuse of this run: a folder
+    that is not a run, a checkpoint or task it does not have, missing or damaged fixed initial states (without
+    `new_states`), a video folder that already holds rollout videos of the tasks evaluated (unless
+    `overwrite`). `evaluate_run` checks the same of its own run; a caller that evaluates several runs one after
+    another calls this for each first, so that the last run's typo does not come after the others' rollouts."""
     plan = _plan(Path(run_dir), str(checkpoint), tasks)
-    old = _old_videos(video_dir, [plan.names[j] for j in plan.chosen])
-    if old and not overwrite:
-        raise LiberoError(_videos_in_the_way(video_dir, old))
+    if new_states is None:
+        _fixed_states(Path(run_dir) / "init_states.npz", plan.names, plan.chosen)
+    if video_dir is not None:
+        old = _old_videos(video_dir, [plan.names[j] for j in plan.chosen])
+        if old and not overwrite:
+            raise LiberoError(_videos_in_the_way(video_dir, old))
 
 
 def _fixed_states(path: Path, names: list[str], chosen: list[int]) -> dict[int, np.ndarray]:

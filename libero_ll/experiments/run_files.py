@@ -79,6 +79,28 @@ def keep_task_files(run_dir: Path, tasks: list[Path]) -> None:
     os.replace(tmp, folder / RUN_TASKS_ORDER)
 
 
+def check_run_dir(path: str | Path, option: str = "") -> Path:
+    """`path` as a Path when it is a run directory (it holds config.yaml); else a LiberoError saying what it is
+    instead: nothing, a file, or a folder that holds run directories (a sweep's output folder) or none.
+    `option` ("--resume " say) begins the message when the path came from one."""
+    p = Path(path)
+    if not p.exists():
+        raise LiberoError(f"{option}{p}: no such folder (give a run directory)")
+    if not p.is_dir():
+        raise LiberoError(f"{option}{p}: is a file, not a run directory")
+    if not (p / "config.yaml").is_file():
+        try:
+            runs = sorted(c.name for c in p.iterdir() if (c / "config.yaml").is_file())
+        except OSError:
+            runs = []
+        if runs:
+            some = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
+            raise LiberoError(f"{option}{p}: not a run directory but a folder of {len(runs)} "
+                              f"run{'s' if len(runs) != 1 else ''} ({some}); give them, e.g. {p / '*'}")
+        raise LiberoError(f"{option}{p}: not a run directory (no config.yaml)")
+    return p
+
+
 def run_task_files(run_dir: str | Path) -> list[Path] | None:
     """The task files a run was trained on, in its learning order, from its own copies (`keep_task_files`);
     None for a run that has none (made before runs kept them), or whose copies are incomplete."""

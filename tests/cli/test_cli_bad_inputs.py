@@ -422,3 +422,64 @@ def test_resume_says_a_run_folder_does_not_exist(tmp_path, capsys):
         f"error: --resume {afile}: is a file, not a run directory\n")
     assert refused(["train", "--resume", str(tmp_path)], capsys) == (
         f"error: --resume {tmp_path}: not a run directory (no config.yaml)\n")
+
+
+def test_evaluate_names_its_actions_option(fake_run, capsys):
+    # Before: "error: actions must be one of sampled, mode, got 'Mode'".
+    assert refused(["evaluate", str(fake_run), "--actions", "Mode"], capsys) == (
+        "error: --actions Mode: give sampled or mode\n")
+
+
+def test_evaluate_says_what_a_run_directory_given_is_instead(fake_run, tmp_path, capsys):
+    # Before: "error: X: not a run directory (no config.yaml)" for a folder that is not there, for a file, and
+    # for a sweep's folder of runs alike.
+    missing, notes = tmp_path / "nosuch", tmp_path / "notes.txt"
+    notes.write_text("x")
+    assert refused(["evaluate", str(missing)], capsys) == f"error: {missing}: no such folder (give a run directory)\n"
+    assert refused(["evaluate", str(notes)], capsys) == f"error: {notes}: is a file, not a run directory\n"
+    assert refused(["evaluate", str(tmp_path)], capsys) == (
+        f"error: {tmp_path}: not a run directory but a folder of 1 run (run); give them, e.g. {tmp_path / '*'}\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert refused(["evaluate", str(empty)], capsys) == f"error: {empty}: not a run directory (no config.yaml)\n"
+
+
+def run_of(folder: Path, n_tasks: int) -> Path:
+    """A run directory of `n_tasks` copies of BOWL, finished, with a kept policy per stage (not loadable: no
+    test here gets as far as loading weights)."""
+    import numpy as np
+
+    (folder / "tasks").mkdir(parents=True)
+    (folder / "checkpoints").mkdir()
+    (folder / "config.yaml").write_text("name: fake\n")
+    names = [f"task{k}" for k in range(n_tasks)]
+    for k, name in enumerate(names):
+        (folder / "tasks" / f"{name}.bddl").write_text(BOWL.read_text())
+        (folder / "checkpoints" / f"task{k:02d}_best.pt").write_bytes(b"weights")
+    (folder / "tasks" / "order.txt").write_text("".join(f"{n}\n" for n in names))
+    (folder / "final_policy.pt").write_bytes(b"weights")
+    np.savez(folder / "init_states.npz", **{n: np.zeros((2, 3)) for n in names})
+    return folder
+
+
+@pytest.mark.parametrize(
+    "options, says",
+    [
+        (["--checkpoint", "2"], "{b}: checkpoint 2: the run has tasks 1 to 1"),
+        (["--tasks", "task1"], "{b}: task 'task1' is not one of the run's tasks: 1 task0"),
+        ([], "{b} has no init_states.npz; give new_states (--new-states N)"),
+    ],
+)
+def test_evaluate_checks_every_run_before_the_first_runs_rollouts(options, says, tmp_path, capsys, monkeypatch):
+    # Before: `evaluate A B --checkpoint 2` rolled out all of A's tasks, wrote its results, and only then said
+    # that B has no stage 2: hours of rollouts before a typo is found.
+    import libero_ll.experiments.evaluate as evaluate
+
+    a, b = run_of(tmp_path / "a", 2), run_of(tmp_path / "b", 1)
+    if not options:
+        (b / "init_states.npz").unlink()
+    rolled = []
+    monkeypatch.setattr(evaluate, "evaluate_run", lambda run_dir, **kw: rolled.append(run_dir))
+    err = refused(["evaluate", str(a), str(b), *options], capsys)
+    assert says.replace("{b}", str(b)) in err, err
+    assert rolled == [] and not (a / "evaluations").exists()

@@ -315,7 +315,7 @@ def test_bad_input_is_named(run_dir, tmp_path, capsys):
         ([str(unfinished), "--checkpoint", "2:last"], "no kept policy of task 2"),
         ([str(no_state), "--checkpoint", "latest"], "has no resume.pt: the run has not saved an epoch yet"),
         ([str(run_dir), "--tasks", "stack_the_bowls"], "'stack_the_bowls' is not one of the run's tasks: 1 put_the"),
-        ([str(run_dir), "--actions", "greedy"], "actions must be one of sampled, mode, got 'greedy'"),
+        ([str(run_dir), "--actions", "greedy"], "--actions greedy: give sampled or mode"),
     ]
     with pytest.raises(LiberoError, match="actions must be one of sampled, mode, got 'greedy'"):
         evaluate_run(run_dir, actions="greedy", log=lambda s: None)
