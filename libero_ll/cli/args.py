@@ -45,6 +45,14 @@ def open_fraction(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """An argparse type: a number above 0 and at most 1 (a share of a full action)."""
+    value = _float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
+    return value
+
+
 def _float(text: str) -> float:
     try:
         return float(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from libero_ll.cli.args import SEED, at_least, output_file
+from libero_ll.cli.args import SEED, at_least, fraction, output_file
 from libero_ll.envs.env import ROBOT_MESHES
 from libero_ll.errors import LiberoError
 
@@ -136,14 +136,14 @@ def register(sub) -> None:
     )
     s.add_argument(
         "--pos-scale",
-        type=float,
+        type=fraction,
         default=0.3,
         help="position action per key press, as a fraction of a full action (default 0.3); a full action sets "
         "the controller's goal 5 cm away, and held it moves the hand about 1.2 cm per step",
     )
     s.add_argument(
         "--rot-scale",
-        type=float,
+        type=fraction,
         default=0.3,
         help="rotation action per key press, as a fraction of a full action (default 0.3); a full action sets "
         "the controller's goal 0.5 rad away, and held it turns the hand about 0.07 to 0.1 rad per step",
