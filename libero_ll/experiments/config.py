@@ -467,7 +467,8 @@ def _read_layers(path: Path, seen: tuple = ()) -> list:
     if raw is None or raw == {}:
         raise LiberoError(f"{path}: the config file is empty; start from a preset such as configs/cpu.yaml")
     if not isinstance(cfg, DictConfig):
-        got = "a list" if isinstance(raw, list) else f"the single value {raw!r}"
+        shown = repr(raw) if len(repr(raw)) <= 60 else f"{repr(raw)[:50]}... ({len(str(raw))} characters)"
+        got = "a list" if isinstance(raw, list) else f"the single value {shown}"
         raise LiberoError(
             f"{path}: a config file is a mapping of settings and sections (name:, seed:, train:, eval:, ...; "
             f"see configs/cpu.yaml), got {got}"

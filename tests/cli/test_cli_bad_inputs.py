@@ -499,3 +499,12 @@ def test_evaluate_checks_every_run_before_the_first_runs_rollouts(options, says,
     err = refused(["evaluate", str(a), str(b), *options], capsys)
     assert says.replace("{b}", str(b)) in err, err
     assert rolled == [] and not (a / "evaluations").exists()
+
+
+def test_a_task_file_given_as_the_config_is_not_echoed_whole(tmp_path, capsys):
+    # Before: the whole file, 1.3 kB on one line, after "got the single value".
+    err = refused(["train", str(BOWL), f"output_dir={tmp_path / 'runs'}"], capsys)
+    assert err.startswith(f"error: {BOWL}: a config file is a mapping of settings and sections")
+    assert "got the single value '(define (problem LIBERO_Tabletop_Manipulation) (:... (" in err
+    assert len(err) - len(str(BOWL)) < 250, err
+    assert list(tmp_path.iterdir()) == []
