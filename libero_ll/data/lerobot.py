@@ -59,6 +59,8 @@ QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 VIDEO_CODECS = {"libsvtav1": "av1", "libx264": "h264"}
 # The CRF range each encoder accepts.
 MAX_CRF = {"libsvtav1": 63, "libx264": 51}
+# The highest frame rate an encoder accepts (SVT-AV1 refuses more; x264 has no such limit).
+MAX_FPS = {"libsvtav1": 240}
 DEFAULT_FPS = 20
 # How pictures can be flipped on the way out or in: upside down, left to right, or both (a 180-degree turn).
 FLIPS = ("rows", "columns", "both")
@@ -426,6 +428,8 @@ def export_lerobot(
         raise LiberoError(f"crf {video.crf}: {video.vcodec} takes a crf from 0 to {MAX_CRF[video.vcodec]}")
     if fps is not None and fps < 1:
         raise LiberoError(f"fps must be 1 or more, got {fps}")
+    if fps is not None:
+        _check_fps(fps, video.vcodec, "")
     check_flip(flip)
     files = demo_files(source)
     if not str(out).strip():
@@ -453,7 +457,9 @@ def export_lerobot(
     tasks = [task_of(f) for f in files]
     joints = _joint_states_in(files)
     _check_finite(files, ["actions", "obs/ee_states", "obs/gripper_states", *(["obs/joint_states"] if joints else [])])
-    fps = fps or _common_fps(files)
+    if not fps:
+        fps = _common_fps(files)
+        _check_fps(fps, video.vcodec, " (the demos' control rate)")
     # The folders above `out` that this call makes, removed again (deepest first) when it fails.
     made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -723,6 +729,15 @@ def _table(columns: dict[str, np.ndarray]):
         for name, v in columns.items()
     ]
     return pa.table(arrays, names=list(columns))
+
+
+def _check_fps(fps: int, vcodec: str, source: str) -> None:
+    """LiberoError when the encoder `vcodec` cannot write videos at `fps` frames per second."""
+    most = MAX_FPS.get(vcodec)
+    if most is not None and fps > most:
+        others = [c for c in VIDEO_CODECS if c not in MAX_FPS]
+        raise LiberoError(f"fps {fps}{source}: {vcodec} takes at most {most} frames per second; give a lower fps"
+                          + (f", or use {' or '.join(others)}" if others else ""))
 
 
 def _common_fps(files: list[Path]) -> int:

@@ -508,3 +508,12 @@ def test_a_task_file_given_as_the_config_is_not_echoed_whole(tmp_path, capsys):
     assert "got the single value '(define (problem LIBERO_Tabletop_Manipulation) (:... (" in err
     assert len(err) - len(str(BOWL)) < 250, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_export_refuses_a_frame_rate_its_encoder_cannot_write_before_any_work(tmp_path, capsys):
+    # Before: "Svt[error]: The maximum allowed frame rate is 240 fps", then "demo file D: data/demo_0: encoding
+    # camera ... failed: Invalid argument (Error setting encoder parameters: bad parameter (0x80001005))":
+    # the demo file blamed for the option.
+    err = refused(["export", str(tmp_path / "demos"), "--out", str(tmp_path / "out"), "--fps", "241"], capsys)
+    assert err == "error: fps 241: libsvtav1 takes at most 240 frames per second; give a lower fps, or use libx264\n"
+    assert list(tmp_path.iterdir()) == []
