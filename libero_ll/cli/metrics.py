@@ -85,7 +85,10 @@ def _run_folder(path, option: str) -> None:
     if not p.is_dir():
         raise LiberoError(f"{option}{p}: is a file, not a run directory")
     if not (p / "config.yaml").is_file() and not (p / "success.json").is_file():
-        raise LiberoError(f"{option}{p} is not a run directory: it has no config.yaml or success.json")
+        from libero_ll.evaluation.runs import runs_inside_hint
+
+        raise LiberoError(f"{option}{p} is not a run directory: it has no config.yaml or success.json"
+                          f"{runs_inside_hint(p)}")
 
 
 # Scalar metrics printed by --all: key, label, which way is better.

@@ -57,12 +57,9 @@ def cmd_train(args) -> int:
         if args.resume:
             if args.config or args.overrides:
                 raise LiberoError("--resume continues a run with its own config.yaml; give no config or overrides")
-            run_dir = Path(args.resume)
-            if not run_dir.is_dir():
-                what = "is a file, not a run directory" if run_dir.exists() else "no such folder"
-                raise LiberoError(f"--resume {run_dir}: {what}")
-            if not (run_dir / "config.yaml").exists():
-                raise LiberoError(f"--resume {run_dir}: not a run directory (no config.yaml)")
+            from libero_ll.experiments.run_files import check_run_dir
+
+            run_dir = check_run_dir(args.resume, "--resume ")
             cfg = load_config(run_dir / "config.yaml")
             run_dir = run_lifelong(cfg, resume=run_dir, max_stages=args.stages, lock=True)
         else:

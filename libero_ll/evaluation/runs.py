@@ -221,6 +221,20 @@ def load_sessions(run_dir: str | os.PathLike) -> list[dict]:
     return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
 
 
+def runs_inside_hint(path: str | Path) -> str:
+    """For a folder that is not a run: "; it holds N runs (a, b, ...): give them, e.g. DIR/*" when run
+    directories lie in it (a sweep's output folder), else ""."""
+    path = Path(path)
+    try:
+        runs = sorted(c.name for c in path.iterdir() if (c / "config.yaml").is_file())
+    except OSError:
+        return ""
+    if not runs:
+        return ""
+    some = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
+    return f"; it holds {len(runs)} run{'s' if len(runs) != 1 else ''} ({some}): give them, e.g. {path / '*'}"
+
+
 def load_run(path: str | os.PathLike) -> Run:
     """Load a run directory.
 
@@ -238,7 +252,7 @@ def load_run(path: str | os.PathLike) -> Run:
     if not path.is_dir():
         raise LiberoError(f"{path} is a file, not a run directory")
     if not (path / "config.yaml").is_file():
-        raise LiberoError(f"{path} is not a run directory: it has no config.yaml")
+        raise LiberoError(f"{path} is not a run directory: it has no config.yaml{runs_inside_hint(path)}")
     try:
         config = OmegaConf.to_container(OmegaConf.load(path / "config.yaml"), resolve=False)
     except Exception as e:  # noqa: BLE001 - YAML errors come in many types

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from libero_ll.errors import LiberoError
-from libero_ll.evaluation.runs import LOG_FILE, RUN_TASKS_DIR, RUN_TASKS_ORDER
+from libero_ll.evaluation.runs import LOG_FILE, RUN_TASKS_DIR, RUN_TASKS_ORDER, runs_inside_hint
 
 # The lock a run directory's training holds (`libero-ll train`, and each run of a sweep).
 RUN_LOCK_FILE = ".run.lock"
@@ -89,15 +89,7 @@ def check_run_dir(path: str | Path, option: str = "") -> Path:
     if not p.is_dir():
         raise LiberoError(f"{option}{p}: is a file, not a run directory")
     if not (p / "config.yaml").is_file():
-        try:
-            runs = sorted(c.name for c in p.iterdir() if (c / "config.yaml").is_file())
-        except OSError:
-            runs = []
-        if runs:
-            some = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
-            raise LiberoError(f"{option}{p}: not a run directory but a folder of {len(runs)} "
-                              f"run{'s' if len(runs) != 1 else ''} ({some}); give them, e.g. {p / '*'}")
-        raise LiberoError(f"{option}{p}: not a run directory (no config.yaml)")
+        raise LiberoError(f"{option}{p}: not a run directory (no config.yaml){runs_inside_hint(p)}")
     return p
 
 

@@ -417,7 +417,8 @@ def test_resume_says_a_run_folder_does_not_exist(tmp_path, capsys):
     # Before: "--resume nosuch: not a run directory (no config.yaml)" for a folder that is not there at all.
     missing, afile = tmp_path / "nosuch", tmp_path / "notes.txt"
     afile.write_text("x")
-    assert refused(["train", "--resume", str(missing)], capsys) == f"error: --resume {missing}: no such folder\n"
+    assert refused(["train", "--resume", str(missing)], capsys) == (
+        f"error: --resume {missing}: no such folder (give a run directory)\n")
     assert refused(["train", "--resume", str(afile)], capsys) == (
         f"error: --resume {afile}: is a file, not a run directory\n")
     assert refused(["train", "--resume", str(tmp_path)], capsys) == (
@@ -454,7 +455,8 @@ def test_evaluate_says_what_a_run_directory_given_is_instead(fake_run, tmp_path,
     assert refused(["evaluate", str(missing)], capsys) == f"error: {missing}: no such folder (give a run directory)\n"
     assert refused(["evaluate", str(notes)], capsys) == f"error: {notes}: is a file, not a run directory\n"
     assert refused(["evaluate", str(tmp_path)], capsys) == (
-        f"error: {tmp_path}: not a run directory but a folder of 1 run (run); give them, e.g. {tmp_path / '*'}\n")
+        f"error: {tmp_path}: not a run directory (no config.yaml); it holds 1 run (run): give them, e.g. "
+        f"{tmp_path / '*'}\n")
     empty = tmp_path / "empty"
     empty.mkdir()
     assert refused(["evaluate", str(empty)], capsys) == f"error: {empty}: not a run directory (no config.yaml)\n"
@@ -517,3 +519,15 @@ def test_export_refuses_a_frame_rate_its_encoder_cannot_write_before_any_work(tm
     err = refused(["export", str(tmp_path / "demos"), "--out", str(tmp_path / "out"), "--fps", "241"], capsys)
     assert err == "error: fps 241: libsvtav1 takes at most 240 frames per second; give a lower fps, or use libx264\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweeps_folder_given_as_a_run_says_the_runs_it_holds(fake_run, tmp_path, capsys):
+    # Before: "X is not a run directory: it has no config.yaml" alone, for the folder a sweep wrote its runs in.
+    hint = f"; it holds 1 run (run): give them, e.g. {tmp_path / '*'}\n"
+    assert refused(["metrics", str(tmp_path)], capsys).endswith(hint)
+    assert refused(["train", "--resume", str(tmp_path)], capsys) == (
+        f"error: --resume {tmp_path}: not a run directory (no config.yaml){hint}")
+    assert refused(["evaluate", str(tmp_path)], capsys) == (
+        f"error: {tmp_path}: not a run directory (no config.yaml){hint}")
+    assert refused(["report", str(tmp_path), "-o", str(tmp_path / "report")], capsys).endswith(hint)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
