@@ -6,7 +6,8 @@ from libero_ll.cli.args import SEED
 
 
 def _task_files(given: list[str]) -> list[str]:
-    """The files to check: each file given, and the .bddl files of each folder given, by name."""
+    """The files to check: each file given, and the .bddl files in and below each folder given (LIBERO's
+    `bddl_files/` holds a folder per suite), by path."""
     from pathlib import Path
 
     from libero_ll.errors import LiberoError
@@ -14,9 +15,9 @@ def _task_files(given: list[str]) -> list[str]:
     out = []
     for f in given:
         if Path(f).is_dir():
-            found = sorted(str(p) for p in Path(f).glob("*.bddl"))
+            found = sorted(str(p) for p in Path(f).rglob("*.bddl"))
             if not found:
-                raise LiberoError(f"{f}: a folder with no .bddl task files")
+                raise LiberoError(f"{f}: a folder with no .bddl task files in it or below it")
             out += found
         else:
             out.append(f)
@@ -132,7 +133,8 @@ def _where(loc, path) -> str:
 def register(sub) -> None:
     s = sub.add_parser("check", help="parse and validate task files")
     s.add_argument("files", nargs="+", metavar="FILE",
-                   help=".bddl task files (ours or LIBERO's), or folders of them (a suite's: each .bddl in it)")
+                   help=".bddl task files (ours or LIBERO's), or folders of them (each .bddl in and below it: a suite's "
+                   "folder, or LIBERO's bddl_files/ with a folder per suite)")
     s.add_argument("--load", action="store_true", help="also build, reset and report init/goal predicates")
     s.add_argument("--seed", type=SEED, default=0, help="seed of the reset under --load (default 0)")
     s.set_defaults(func=cmd_check)

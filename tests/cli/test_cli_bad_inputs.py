@@ -324,7 +324,18 @@ def test_check_takes_a_suite_folder(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out == [f"{f}: ok" for f in sorted(str(p) for p in BOWL.parent.glob("*.bddl"))] and len(out) == 3
     err = refused(["check", str(tmp_path)], capsys)
-    assert f"{tmp_path}: a folder with no .bddl task files" in err
+    assert f"{tmp_path}: a folder with no .bddl task files in it or below it" in err
+
+
+def test_check_searches_below_a_folder_as_libero_lays_out_its_suites(tmp_path, capsys):
+    """LIBERO's `bddl_files/` holds a folder per suite: `check bddl_files/` checks them all (it said "a folder
+    with no .bddl task files")."""
+    for suite in ("suite_a", "suite_b"):
+        (tmp_path / suite).mkdir()
+        (tmp_path / suite / BOWL.name).write_text(BOWL.read_text())
+    assert main(["check", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"{tmp_path / s / BOWL.name}: ok" for s in ("suite_a", "suite_b")]
 
 
 def test_a_predicate_the_scene_cannot_evaluate_is_named_once_at_its_position(soup_env):
