@@ -728,23 +728,6 @@ def _upright_box(category: str, half, body_rgba, label_rgba, description: str, d
     )
 
 
-def _pouch(category: str, half, body_rgba, seal_rgba, description: str) -> Model:
-    """A filled sachet lying flat, its crimped seal at one end, held across its width like a box."""
-    hx, hy, hz = half
-    geoms = [
-        _box(hx, hy, 0.0, 2 * hz, body_rgba),
-        _box(0.006, hy + 0.0008, hz * 0.3, hz * 1.7, seal_rgba, collide=False, x=hx - 0.006),
-    ]
-    return _model(
-        category,
-        geoms,
-        density=600.0,
-        friction=(1.5, 0.005, 0.0001),
-        grasp=_body_grasp(hz + 0.008),
-        description=description,
-    )
-
-
 _PILL_WHITE, _TIN = (0.95, 0.95, 0.93, 1.0), (0.72, 0.73, 0.76, 1.0)
 register_category(
     _capped("bottle_of_antihistamines", 0.019, 0.065, 0.02, 0.016, _PILL_WHITE, (0.2, 0.45, 0.8, 1.0),
@@ -795,6 +778,7 @@ register_category(
                  "a white box of yogurt cups with a pink label, 9 x 6.2 x 5.6 cm", density=400.0)
 )
 register_category(
-    _pouch("bag_of_yeast", (0.045, 0.032, 0.013), (0.9, 0.78, 0.45, 1.0), (0.75, 0.2, 0.15, 1.0),
-           "a flat golden sachet of yeast with a red seal, 9 x 6.4 x 2.6 cm")
+    # A filled sachet lying flat: a box to the fingers.
+    _box_package("bag_of_yeast", (0.045, 0.032, 0.013), (0.9, 0.78, 0.45, 1.0), (0.75, 0.2, 0.15, 1.0),
+                 "a flat golden sachet of yeast with a red label, 9 x 6.4 x 2.6 cm", density=600.0)
 )
