@@ -60,7 +60,7 @@ def cmd_train(args) -> int:
             from libero_ll.experiments.run_files import check_run_dir
 
             run_dir = check_run_dir(args.resume, "--resume ")
-            cfg = load_config(run_dir / "config.yaml")
+            cfg = load_config(run_dir / "config.yaml", run=True)
             run_dir = run_lifelong(cfg, resume=run_dir, max_stages=args.stages, lock=True)
         else:
             if not args.config:

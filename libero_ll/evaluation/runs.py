@@ -235,6 +235,85 @@ def runs_inside_hint(path: str | Path) -> str:
     return f"; it holds {len(runs)} run{'s' if len(runs) != 1 else ''} ({some}): give them, e.g. {path / '*'}"
 
 
+def read_config_file(path: str | os.PathLike, run: bool = False):
+    """Read a YAML config file: (its plain contents, the same as an OmegaConf DictConfig). Every command reads
+    config files, a run's own config.yaml included, through this, so that they say a damaged one alike.
+
+    Args:
+        path: the file.
+        run: the file is a run's own config.yaml (written whole as the run starts): a damaged or empty one is
+            said to be the run's, with the file of the run that keeps a copy of it (`saved_config_hint`).
+
+    Raises:
+        LiberoError: naming the file, when it is not valid YAML (with the line and column), empty, or not a
+            mapping of settings.
+    """
+    import yaml
+    from omegaconf import DictConfig, OmegaConf
+
+    path = Path(path)
+    problem = None
+    try:
+        # Read as plain YAML first for the shape of the whole file: OmegaConf reads a lone word as a key
+        # ("hello" as {hello: null}) and refuses other single values with an error about Python types.
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        cfg = OmegaConf.load(path) if isinstance(raw, dict) else None
+    except Exception as e:  # noqa: BLE001 - YAML errors come in many types
+        raw = cfg = None
+        problem = f"not valid YAML: {yaml_problem(e)}"
+    if problem is None and (raw is None or raw == {}):
+        if not run:
+            raise LiberoError(f"{path}: the config file is empty; start from a preset such as configs/cpu.yaml")
+        problem = "empty"
+    if problem is None and not isinstance(cfg, DictConfig):
+        shown = repr(raw) if len(repr(raw)) <= 60 else f"{repr(raw)[:50]}... ({len(str(raw))} characters)"
+        got = "a list" if isinstance(raw, list) else f"the single value {shown}"
+        if not run:
+            raise LiberoError(
+                f"{path}: a config file is a mapping of settings and sections (name:, seed:, train:, eval:, ...; "
+                f"see configs/cpu.yaml), got {got}"
+            )
+        problem = f"not a mapping of settings: it holds {got}"
+    if problem is None:
+        return raw, cfg
+    if not run:
+        raise LiberoError(f"{path}: {problem}")
+    what = "is empty" if problem == "empty" else f"is damaged ({problem})"
+    raise LiberoError(f"{path}: the run's own config {what} (a run writes it whole as it starts); "
+                      f"{saved_config_hint(path.parent)}")
+
+
+def saved_config_hint(run_dir: str | os.PathLike) -> str:
+    """How to get back a run's config.yaml: from the copy its final policy or its saved state holds (the first of
+    those that holds one), with the command that writes it; else that no file of the run holds one."""
+    import shlex
+
+    run_dir = Path(run_dir)
+    for name in (FINAL_POLICY, STATE_FILE):
+        if _holds_config(run_dir / name):
+            saved, target = run_dir / name, run_dir / "config.yaml"
+            code = (f"import torch; from omegaconf import OmegaConf; OmegaConf.save(torch.load({json.dumps(str(saved))}, "
+                    f'weights_only=True)["config"], {json.dumps(str(target))})')
+            return (f"the run keeps a copy of its config in {saved} (the config it last saved with); write it back "
+                    f"to config.yaml with: {shlex.join(['python', '-c', code])}")
+    return (f"no file of the run holds a copy of it ({FINAL_POLICY} or {STATE_FILE}, which a run writes as it "
+            "saves): put back a copy of config.yaml if there is one")
+
+
+def _holds_config(path: Path) -> bool:
+    """Whether a checkpoint of a run holds its config (a mapping under 'config'); False when it is missing or
+    cannot be read."""
+    if not path.is_file():
+        return False
+    import torch
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001 - a damaged or foreign file fails in many ways; it then holds nothing
+        return False
+    return isinstance(ckpt, dict) and isinstance(ckpt.get("config"), dict) and bool(ckpt["config"])
+
+
 def load_run(path: str | os.PathLike) -> Run:
     """Load a run directory.
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from libero_ll.errors import LiberoError, yaml_problem
+from libero_ll.errors import LiberoError
 from libero_ll.learners.base import TrainConfig
 
 
@@ -202,12 +202,14 @@ class ExperimentConfig:
     learner: LearnerSection = field(default_factory=LearnerSection)
 
 
-def load_config(path: str | Path | None, overrides: list[str] | None = None) -> Any:
+def load_config(path: str | Path | None, overrides: list[str] | None = None, run: bool = False) -> Any:
     """Merge a YAML file (and the files it names under `defaults:`) with key=value overrides.
 
     Args:
         path: a YAML config; None gives the built-in defaults.
         overrides: dotted `key=value` strings, e.g. ["train.epochs=3", "learner.name=seql"].
+        run: `path` is a run's own config.yaml: a damaged or empty one is said to be the run's, with the file of
+            the run that keeps a copy of it and how to write it back (`libero_ll.evaluation.runs.read_config_file`).
 
     Returns:
         An OmegaConf DictConfig following ExperimentConfig (interpolations left as written, but checked).
@@ -221,7 +223,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     from omegaconf.errors import OmegaConfBaseException
 
     schema = _schema()
-    layers = _read_layers(Path(path)) if path else []
+    layers = _read_layers(Path(path), run=run) if path else []
     for file, layer in layers:
         problem = _shape_problem(schema, layer)
         if problem:
@@ -442,14 +444,14 @@ def _read_override(override: str):
         ) from None
 
 
-def _read_layers(path: Path, seen: tuple = ()) -> list:
+def _read_layers(path: Path, seen: tuple = (), run: bool = False) -> list:
     """(file, config) for `path` and, before it, the files its `defaults:` names (and theirs), in merge order.
 
     `defaults` lists config names or paths, each relative to the folder of the file that names it, `.yaml`
     optional (`defaults: [smoke]`, `defaults: [../cpu.yaml]`); a bare name not there is a shipped preset of
-    the project's configs/ folder, so that a preset copied elsewhere still finds the presets it builds on."""
-    import yaml
-    from omegaconf import DictConfig, OmegaConf
+    the project's configs/ folder, so that a preset copied elsewhere still finds the presets it builds on.
+    `run`: `path` is a run's own config.yaml (see `load_config`)."""
+    from libero_ll.evaluation.runs import read_config_file
 
     if not path.exists():
         raise LiberoError(f"{path}: no such config file")
@@ -457,22 +459,7 @@ def _read_layers(path: Path, seen: tuple = ()) -> list:
         raise LiberoError(f"{path}: is a folder, not a config file")
     if path.resolve() in seen:
         raise LiberoError(f"{path}: config includes itself through defaults")
-    try:
-        # Read as plain YAML first for the shape of the whole file: OmegaConf reads a lone word as a key
-        # ("hello" as {hello: null}) and refuses other single values with an error about Python types.
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        cfg = OmegaConf.load(path) if isinstance(raw, dict) else None
-    except Exception as e:  # noqa: BLE001 - YAML errors come in many types
-        raise LiberoError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
-    if raw is None or raw == {}:
-        raise LiberoError(f"{path}: the config file is empty; start from a preset such as configs/cpu.yaml")
-    if not isinstance(cfg, DictConfig):
-        shown = repr(raw) if len(repr(raw)) <= 60 else f"{repr(raw)[:50]}... ({len(str(raw))} characters)"
-        got = "a list" if isinstance(raw, list) else f"the single value {shown}"
-        raise LiberoError(
-            f"{path}: a config file is a mapping of settings and sections (name:, seed:, train:, eval:, ...; "
-            f"see configs/cpu.yaml), got {got}"
-        )
+    raw, cfg = read_config_file(path, run=run)
     layers = []
     if "defaults" in cfg:
         cfg.pop("defaults")

@@ -177,7 +177,7 @@ def _last_weights_file(run_dir: Path, checkpoint: str, names: list[str]) -> tupl
     kept_epoch = kept.get("epoch") if isinstance(kept, dict) else None
     from libero_ll.experiments.config import load_config
 
-    epochs = int(load_config(run_dir / "config.yaml").train.epochs)
+    epochs = int(load_config(run_dir / "config.yaml", run=True).train.epochs)
     if kept_epoch is not None and int(kept_epoch) == epochs:
         return kept_path, stage  # the stage kept the weights its training ended with
     raise LiberoError(
@@ -239,7 +239,7 @@ def _plan(run_dir: Path, checkpoint: str, tasks: list[str] | None) -> _Plan:
     from libero_ll.experiments.config import load_config
 
     run_dir = check_run_dir(run_dir)
-    cfg = load_config(run_dir / "config.yaml")
+    cfg = load_config(run_dir / "config.yaml", run=True)
     # The task files the run was trained on (its own copies), else those its config names (older runs).
     kept = run_task_files(run_dir)
     task_files = kept or suite_tasks(cfg.suite, list(cfg.tasks) if cfg.tasks else None)

@@ -392,7 +392,7 @@ def check_existing(run: SweepRun) -> None:
 
     if not (run.run_dir / "config.yaml").exists():
         return
-    stored = OmegaConf.to_container(load_config(run.run_dir / "config.yaml"), resolve=True)
+    stored = OmegaConf.to_container(load_config(run.run_dir / "config.yaml", run=True), resolve=True)
     wanted = OmegaConf.to_container(run.cfg, resolve=True)
     found = first_difference(stored, wanted, ignore=RESUME_MAY_CHANGE)
     if found is not None:
@@ -468,7 +468,7 @@ def execute_run(cfg_container: dict, run_dir: str, record: dict, cwd: str,
             try:
                 if (run_dir / "config.yaml").exists():
                     _take_free_settings(run_dir, cfg_container)
-                    run_lifelong(load_config(run_dir / "config.yaml"), log=quiet, resume=run_dir)
+                    run_lifelong(load_config(run_dir / "config.yaml", run=True), log=quiet, resume=run_dir)
                     return "resumed", time.time() - t0
                 cfg = OmegaConf.merge(OmegaConf.structured(ExperimentConfig), cfg_container)
                 run_lifelong(cfg, log=quiet, run_dir=run_dir)

@@ -542,3 +542,41 @@ def test_a_sweeps_folder_given_as_a_run_says_the_runs_it_holds(fake_run, tmp_pat
         f"error: {tmp_path}: not a run directory (no config.yaml){hint}")
     assert refused(["report", str(tmp_path), "-o", str(tmp_path / "report")], capsys).endswith(hint)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("", "is empty"),
+        ("name: x\nseed: [1,\n", "is damaged (not valid YAML: expected the node content, but found '<stream end>' "
+                                 "at line 3, column 1)"),
+        ("- a\n", "is damaged (not a mapping of settings: it holds a list)"),
+    ],
+)
+def test_a_runs_damaged_config_is_said_to_be_the_runs_with_where_a_copy_is_kept(text, says, tmp_path, capsys):
+    # Before: "the config file is empty; start from a preset such as configs/cpu.yaml", advice for a config of
+    # one's own, for the config a run wrote itself.
+    import shlex
+
+    import torch
+
+    run = run_of(tmp_path / "run", 1)
+    (run / "config.yaml").write_text(text)
+    head = f"error: {run / 'config.yaml'}: the run's own config {says} (a run writes it whole as it starts); "
+    for argv in (["train", "--resume", str(run)], ["evaluate", str(run)]):
+        err = refused(argv, capsys)
+        assert err.startswith(head) and "preset" not in err, err
+        assert "no file of the run holds a copy of it (final_policy.pt or resume.pt" in err, err
+    # A run that saved keeps its config in its final policy (and its saved state): the message says how to get
+    # it back, and the command it gives does.
+    config = {"name": "fake", "seed": 3, "train": {"epochs": 2}}
+    torch.save({"policy": {}, "config": config}, run / "final_policy.pt")
+    err = refused(["evaluate", str(run)], capsys)
+    assert err.startswith(head) and f"keeps a copy of its config in {run / 'final_policy.pt'}" in err, err
+    assert (run / "config.yaml").read_text() == text  # nothing written over
+    command = shlex.split(err.partition(" with: ")[2])
+    assert command[:2] == ["python", "-c"]
+    subprocess.run([sys.executable, *command[1:]], check=True)
+    from libero_ll.evaluation.runs import read_config_file
+
+    assert read_config_file(run / "config.yaml", run=True)[0] == config
