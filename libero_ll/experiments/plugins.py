@@ -38,8 +38,9 @@ def import_plugins(entries, where: str = "plugins", started_in: str | None = Non
             found from the current folder is looked for there.
 
     Raises:
-        LiberoError: a file or module that is not there, one that fails to import (its error and the line of
-            the plugin's code it came from), or one that registers a name already taken.
+        LiberoError: a file or module that is not there, a folder (without `__init__.py`) found for a module
+            name, one that fails to import (its error and the line of the plugin's code it came from), or one
+            that registers a name already taken.
     """
     modules = []
     for entry in entries or []:
@@ -53,7 +54,7 @@ def import_plugins(entries, where: str = "plugins", started_in: str | None = Non
         if _is_file(entry):
             modules.append(_import_file(entry, where, started_in))
         else:
-            modules.append(_import_module(entry, where))
+            modules.append(_check_has_code(_import_module(entry, where), entry, where))
     return modules
 
 
@@ -155,6 +156,23 @@ def _import_module(entry: str, where: str):
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)
     return _run_import(entry, entry, where, None)
+
+
+def _check_has_code(module, entry: str, where: str):
+    """`module`, unless it is a folder without `__init__.py` (a namespace package): importing one runs no code
+    (not even of the .py files in it), so it would register nothing; a LiberoError naming the folder then."""
+    folders = [str(f) for f in getattr(module, "__path__", None) or []]
+    if getattr(module, "__file__", None) is not None or not folders:
+        return module
+    sys.modules.pop(entry, None)
+    inside = sorted({p.stem for f in folders for p in Path(f).glob("*.py") if p.stem.isidentifier()} - {"__init__"})
+    if inside:
+        some = ", ".join(f"{entry}.{n}" for n in inside[:3]) + (", ..." if len(inside) > 3 else "")
+        what = (f"is a folder without __init__.py: importing it runs none of the code in it, so it registers "
+                f"nothing; name the module that registers yours ({some}), or its .py file")
+    else:
+        what = "is a folder that holds no Python module (no .py file), so it registers nothing; name a .py file, or a module"
+    raise LiberoError(f"{where}: {entry}: {folders[0]} {what}")
 
 
 def _run_import(name: str, entry: str, where: str, path: Path | None):

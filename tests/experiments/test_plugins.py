@@ -263,6 +263,28 @@ def test_missing_plugins_and_unknown_names_say_what_to_do(tmp_path, monkeypatch)
         check_components(cfg)
 
 
+def test_a_folder_named_as_a_plugin_module_is_refused_as_it_registers_nothing(tmp_path, monkeypatch, capsys):
+    # Before: a folder without __init__.py was imported as an empty namespace package: no error, nothing
+    # registered, and `learner.name` then said the learner is unknown.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lab").mkdir()
+    with pytest.raises(LiberoError) as e:
+        load_config(None, ["plugins=[lab]"])
+    assert str(e.value) == (f"override plugins=[lab]: plugins: lab: {tmp_path / 'lab'} is a folder that holds no "
+                            "Python module (no .py file), so it registers nothing; name a .py file, or a module")
+    assert "lab" not in sys.modules
+    # With modules in it, their names are given: importing the folder imports none of them.
+    _write(tmp_path / "lab", "mine.py", "X = 1\n")
+    config = _write(tmp_path, "mine.yaml", "plugins: [lab]\n")
+    assert main(["train", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: {config}: plugins: lab: {tmp_path / 'lab'} is a folder without __init__.py: importing "
+                   "it runs none of the code in it, so it registers nothing; name the module that registers yours "
+                   "(lab.mine), or its .py file\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lab", "mine.yaml"]
+    load_config(None, ["plugins=[lab.mine]"])  # a module in it is fine
+
+
 def test_the_recorded_memory_kind_decides_how_metrics_count_it(tmp_path):
     """A learner of one's own that replays says so (`memory_is_samples`), and its run's memory then counts as
     stored samples (SSS), not as model size, whatever the learner's name."""
