@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from libero_ll.errors import LiberoError
+from libero_ll.evaluation.runs import ENVIRONMENT_FILE
 from libero_ll.experiments.config import first_difference
 from libero_ll.experiments.run_files import RUN_LOCK_FILE, file_lock
 from libero_ll.paths import file_in_the_way, holds_a_path
@@ -185,6 +186,12 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
     if blocking is not None:
         where = "-o" if output_dir is not None else f"{path}: output_dir"
         raise LiberoError(f"{where} {out}: {blocking} is a file, not a folder for the sweep's runs")
+    run = _run_dir_at_or_above(out)
+    if run is not None:
+        where = "-o" if output_dir is not None else f"{path}: output_dir"
+        what = "is a run directory (it holds config.yaml)" if run == out else f"is inside the run directory {run}"
+        raise LiberoError(f"{where} {out}: {what}, not a folder for the sweep's runs, which would be put inside "
+                          "that run; give a folder of its own (one a sweep wrote its runs in continues that sweep)")
 
     sweep = Sweep(name, path, config, out, cpus=resources.get("cpus"), gpus=resources.get("gpus"))
     varying = _varying_keys(variants)
@@ -213,6 +220,18 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
             raise LiberoError(f"{path}: two runs would share the run directory {r.run_dir} ({why})")
         seen[r.key] = r
     return sweep
+
+
+def _run_dir_at_or_above(folder: Path) -> Path | None:
+    """`folder` when it is a run directory (it holds config.yaml, as `check_run_dir` has it), else the nearest
+    folder above it that a run wrote (config.yaml and environment.json: a folder of one's own configs is not one);
+    None when neither."""
+    if (folder / "config.yaml").is_file():
+        return folder
+    for above in folder.absolute().parents:
+        if (above / "config.yaml").is_file() and (above / ENVIRONMENT_FILE).is_file():
+            return above
+    return None
 
 
 def _overrides_text(overrides) -> str:
