@@ -332,12 +332,8 @@ def load_run(path: str | os.PathLike) -> Run:
         raise LiberoError(f"{path} is a file, not a run directory")
     if not (path / "config.yaml").is_file():
         raise LiberoError(f"{path} is not a run directory: it has no config.yaml{runs_inside_hint(path)}")
-    try:
-        config = OmegaConf.to_container(OmegaConf.load(path / "config.yaml"), resolve=False)
-    except Exception as e:  # noqa: BLE001 - YAML errors come in many types
-        raise LiberoError(f"{path / 'config.yaml'} cannot be read: {yaml_problem(e)}") from None
-    if not isinstance(config, dict):
-        raise LiberoError(f"{path / 'config.yaml'} does not hold a mapping")
+    # Read as every command reads a run's config (train --resume, evaluate): a damaged one is said alike.
+    config = OmegaConf.to_container(read_config_file(path / "config.yaml", run=True)[1], resolve=False)
     if not (path / "success.json").is_file():
         raise NotEvaluatedYet(path)
     sweep = None

@@ -88,6 +88,27 @@ def test_a_folder_or_file_that_is_no_run_is_an_error(tmp_path, capsys):
         assert not (tmp_path / "out").exists()
 
 
+def test_a_runs_damaged_config_is_read_as_every_command_reads_it(tmp_path, capsys):
+    # Before: report read config.yaml with a reader of its own: another line, column and wording for a damaged
+    # file than train --resume, evaluate and metrics gave, and an empty one was reported (learner and policy "?").
+    done = hand_run(tmp_path / "r1", 1, ["a", "b"], [0.8, 0.6], [0.5])
+    damaged = hand_run(tmp_path / "r2", 2, ["a", "b"], [0.8, 0.6], [0.5])
+    out = tmp_path / "out"
+    for text in ("name: hand\nseed: [1,\n", ""):
+        (damaged / "config.yaml").write_text(text)
+        errors = []
+        for argv in (["report", str(done), str(damaged), "-o", str(out)], ["evaluate", str(damaged)]):
+            assert main(argv) == 2
+            errors.append(capsys.readouterr().err.replace(str(damaged.resolve()), str(damaged)))
+        assert errors[0] == errors[1], errors
+        assert errors[0].startswith(f"error: {damaged / 'config.yaml'}: the run's own config "), errors[0]
+        assert not out.exists()
+    (damaged / "config.yaml").write_text("name: hand\nseed: [1,\n")
+    assert main(["report", str(damaged), "-o", str(out)]) == 2
+    assert "is damaged (not valid YAML: expected the node content, but found '<stream end>' at line 3, column 1)" \
+        in capsys.readouterr().err
+
+
 def test_runs_of_one_method_with_the_same_seed_are_not_two_seeds(tmp_path, capsys):
     """Two ER seed-1 runs (the second a rerun with other settings) are one seed: the latest started is reported,
     the other named as left out in a warning (printed and in the report), with how their configs differ."""
