@@ -37,6 +37,7 @@ def cmd_generate(args) -> int:
     # unless --overwrite. A failing task is removed when this call wrote it, and a file it replaced is put back.
     written, keep_states = _plan_writes(tasks, out, args.overwrite, init_states=not args.no_init_states, n=args.n)
     earlier = _earlier_versions(written)
+    there_before = {out / f"{t.name}.bddl" for t in tasks if (out / f"{t.name}.bddl").is_file()}
     for t in tasks:
         for msg in crowded_starts(t.spec):
             print(f"  note: {t.name}: {msg}; resets may have to retry")
@@ -93,15 +94,25 @@ def cmd_generate(args) -> int:
                 print(f"  note: {f.name}: its initial states are the replaced task's, which runs do not use: "
                       f"`libero-ll init-states --overwrite {f}` remakes them")
     _write_order(out, [f.stem for f in files if f not in failed])
+    good = [f for f in files if f not in failed]
     if args.no_check:
-        print(f"{len(files) - len(failed)} tasks in {out} (not checked in the simulator)")
+        done = f"{_tasks(len(good))} not checked in the simulator"
     else:
-        print(f"{len(files) - len(failed)} of {len(files)} tasks passed the checks ({args.resets} resets each)")
+        done = f"{len(good)} of {_tasks(len(files))} passed the checks ({args.resets} resets each)"
+    # --out may hold tasks of earlier calls (order.txt lists them first): the folder's count is said apart.
+    added = len([f for f in good if f not in there_before])
+    total = len(list(out.glob("*.bddl")))
+    print(f"{done}; {out} holds {_tasks(total)}: {added} added" + (f", {total - added} there before"
+                                                                    if total > added else ""))
     explicit = {t.name for t, r in zip(tasks, plan.requests) if not r.drawn}
     bad = [f.stem for f in failed if f.stem in explicit]
     if bad:
         raise LiberoError(f"{len(bad)} task(s) of the spec failed their checks: {', '.join(bad)}")
     return 0
+
+
+def _tasks(n: int) -> str:
+    return f"{n} task{'s' if n != 1 else ''}"
 
 
 def _write_order(out: Path, names: list[str]) -> None:

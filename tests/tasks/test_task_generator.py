@@ -333,7 +333,7 @@ def test_cli_generate_keeps_what_the_folder_held(tmp_path, capsys):
     assert main([*args, "--overwrite", "--no-init-states"]) == 0
     said = capsys.readouterr().out
     assert "note: bowl.bddl: its initial states are the replaced task's, which runs do not use" in said
-    assert "1 tasks in" in said and "(not checked in the simulator)" in said
+    assert f"1 task not checked in the simulator; {out} holds 1 task: 0 added, 1 there before" in said
     assert main([*args, "--overwrite"]) == 0
     # Where a failing task would have been removed, the user's file of that name stays.
     task.write_text("mine")
@@ -375,6 +375,30 @@ def test_a_generated_suite_is_learnt_in_its_specs_order(tmp_path, capsys):
     (out / "beta.bddl").unlink()
     with pytest.raises(LiberoError, match="order.txt: names beta, which the folder has no .bddl file of"):
         suite_tasks(str(out))
+
+
+def test_generate_says_how_many_tasks_it_added_and_how_many_the_folder_holds(tmp_path, capsys):
+    # Before: "2 tasks in DIR" after a second spec into a folder that then held 3 tasks.
+    from libero_ll.cli import main
+
+    spec = tmp_path / "suite.yaml"
+    spec.write_text("scene: KITCHEN_SCENE7\ntasks:\n"
+                    "  - name: zeta\n    goal: {put_on: {object: white_bowl_1, target: plate_1}}\n"
+                    "  - name: alpha\n    language: open the microwave door\n    goal: {open: microwave_1}\n")
+    out = tmp_path / "my_suite"
+    args = ["generate", str(spec), "--out", str(out), "--no-check", "--no-init-states"]
+    assert main(args) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"2 tasks not checked in the simulator; {out} holds 2 tasks: 2 added"
+    spec.write_text("scene: KITCHEN_SCENE7\ntasks:\n"
+                    "  - name: beta\n    language: close the microwave door\n    goal: {close: microwave_1}\n"
+                    "  - name: zeta\n    goal: {put_on: {object: white_bowl_1, target: plate_1}}\n")
+    assert main(args) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"2 tasks not checked in the simulator; {out} holds 3 tasks: 1 added, 2 there before"
+    assert main(args) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"2 tasks not checked in the simulator; {out} holds 3 tasks: 0 added, 3 there before"
 
 
 def test_cli_generate_overwrite_puts_back_the_file_a_failing_task_replaced(tmp_path, capsys, monkeypatch):
