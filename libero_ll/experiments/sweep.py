@@ -189,7 +189,7 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
     run = _run_dir_at_or_above(out)
     if run is not None:
         where = "-o" if output_dir is not None else f"{path}: output_dir"
-        what = "is a run directory (it holds config.yaml)" if run == out else f"is inside the run directory {run}"
+        what = "is a run directory" if run == out else f"is inside the run directory {run}"
         raise LiberoError(f"{where} {out}: {what}, not a folder for the sweep's runs, which would be put inside "
                           "that run; give a folder of its own (one a sweep wrote its runs in continues that sweep)")
 
@@ -223,14 +223,11 @@ def load_sweep(path: str | os.PathLike, output_dir: str | os.PathLike | None = N
 
 
 def _run_dir_at_or_above(folder: Path) -> Path | None:
-    """`folder` when it is a run directory (it holds config.yaml, as `check_run_dir` has it), else the nearest
-    folder above it that a run wrote (config.yaml and environment.json: a folder of one's own configs is not one);
-    None when neither."""
-    if (folder / "config.yaml").is_file():
-        return folder
-    for above in folder.absolute().parents:
-        if (above / "config.yaml").is_file() and (above / ENVIRONMENT_FILE).is_file():
-            return above
+    """`folder`, or the nearest folder above it, when a run wrote it (config.yaml and environment.json, which a
+    run writes as it starts: a folder that holds a config of one's own is not one); None when neither."""
+    for at in (folder.absolute(), *folder.absolute().parents):
+        if (at / "config.yaml").is_file() and (at / ENVIRONMENT_FILE).is_file():
+            return folder if at == folder.absolute() else at
     return None
 
 

@@ -211,23 +211,24 @@ def test_sweep_refuses_an_output_that_is_a_file(tmp_path):
 def test_sweep_refuses_a_run_directory_as_its_output(fake_run, tmp_path, capsys):
     # Before: accepted, and the sweep's runs would have been made inside the run.
     sweep = REPO / "configs" / "sweeps" / "table2_smoke.yaml"
+    # A run writes config.yaml and environment.json as it starts.
+    (fake_run / "environment.json").write_text("{}")
     before = sorted(p.name for p in fake_run.iterdir())
     err = refused(["sweep", str(sweep), "-o", str(fake_run), "--list"], capsys)
-    assert err == (f"error: -o {fake_run}: is a run directory (it holds config.yaml), not a folder for the sweep's "
-                   "runs, which would be put inside that run; give a folder of its own (one a sweep wrote its runs "
-                   "in continues that sweep)\n")
-    # A folder inside a run (one the run wrote: config.yaml and environment.json) is refused too; one beside a
-    # config file of one's own is not.
-    (fake_run / "environment.json").write_text("{}")
+    assert err == (f"error: -o {fake_run}: is a run directory, not a folder for the sweep's runs, which would be put "
+                   "inside that run; give a folder of its own (one a sweep wrote its runs in continues that sweep)\n")
+    # A folder inside a run is refused too.
     err = refused(["sweep", str(sweep), "-o", str(fake_run / "sweeps"), "--list"], capsys)
     assert err.startswith(f"error: -o {fake_run / 'sweeps'}: is inside the run directory {fake_run}, not a folder")
-    assert sorted(p.name for p in fake_run.iterdir()) == sorted(before + ["environment.json"])
+    assert sorted(p.name for p in fake_run.iterdir()) == before
+    # A folder that holds a config of one's own is no run: the sweep's runs may go in it or below it.
     from libero_ll.experiments.sweep import load_sweep
 
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "config.yaml").write_text("name: mine\n")
     assert load_sweep(sweep, mine / "sweeps").output_dir == mine / "sweeps"
+    assert load_sweep(sweep, mine).output_dir == mine
 
 
 def test_an_os_error_is_one_line_naming_the_path(monkeypatch, capsys):
