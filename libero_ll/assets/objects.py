@@ -579,8 +579,10 @@ def _can(category: str, radius: float, height: float, body_rgba, label_rgba, des
     )
 
 
-def _box_package(category: str, half, body_rgba, label_rgba, description: str, density=550.0) -> Model:
-    """A closed box lying flat, the fingers closing across its short side (y)."""
+def _box_package(category: str, half, body_rgba, label_rgba, description: str, density=550.0,
+                 standing: bool = False) -> Model:
+    """A closed box lying flat, the fingers closing across its short side (y); `standing`, a tall box standing on
+    its end (a drinks box, a carton of shampoo), held near its top."""
     hx, hy, hz = half
     geoms = [
         _box(hx, hy, 0.0, 2 * hz, body_rgba),
@@ -591,7 +593,7 @@ def _box_package(category: str, half, body_rgba, label_rgba, description: str, d
         geoms,
         density=density,
         friction=(1.5, 0.005, 0.0001),
-        grasp=_body_grasp(hz + 0.008),
+        grasp=_body_grasp(2 * hz - _GRIP_BELOW_TOP if standing else hz + 0.008),
         description=description,
     )
 
@@ -711,23 +713,6 @@ def _capped(category: str, radius: float, body_top: float, cap_radius: float, ca
     )
 
 
-def _upright_box(category: str, half, body_rgba, label_rgba, description: str, density: float = 450.0) -> Model:
-    """A box standing on its end (a drinks box, a carton of shampoo), held across its short side near its top."""
-    hx, hy, hz = half
-    geoms = [
-        _box(hx, hy, 0.0, 2 * hz, body_rgba),
-        _box(hx * 0.75, hy + 0.0008, hz * 0.5, hz * 1.5, label_rgba, collide=False),
-    ]
-    return _model(
-        category,
-        geoms,
-        density=density,
-        friction=(1.5, 0.005, 0.0001),
-        grasp=_body_grasp(2 * hz - _GRIP_BELOW_TOP),
-        description=description,
-    )
-
-
 _PILL_WHITE, _TIN = (0.95, 0.95, 0.93, 1.0), (0.72, 0.73, 0.76, 1.0)
 register_category(
     _capped("bottle_of_antihistamines", 0.019, 0.065, 0.02, 0.016, _PILL_WHITE, (0.2, 0.45, 0.8, 1.0),
@@ -762,12 +747,12 @@ register_category(
                  "a flat silver tin of sardines with a blue label, 10.4 x 6 x 2.8 cm", density=900.0)
 )
 register_category(
-    _upright_box("box_of_vegetable_juice__1", (0.029, 0.02, 0.052), (0.85, 0.25, 0.15, 1.0), _LEAF_GREEN,
-                 "a red box of vegetable juice standing on end, 5.8 x 4 x 10.4 cm", density=700.0)
+    _box_package("box_of_vegetable_juice__1", (0.029, 0.02, 0.052), (0.85, 0.25, 0.15, 1.0), _LEAF_GREEN,
+                 "a red box of vegetable juice standing on end, 5.8 x 4 x 10.4 cm", density=700.0, standing=True)
 )
 register_category(
-    _upright_box("box_of_shampoo__1", (0.03, 0.021, 0.07), (0.3, 0.6, 0.85, 1.0), _PILL_WHITE,
-                 "a blue carton of shampoo standing on end, 6 x 4.2 x 14 cm")
+    _box_package("box_of_shampoo__1", (0.03, 0.021, 0.07), (0.3, 0.6, 0.85, 1.0), _PILL_WHITE,
+                 "a blue carton of shampoo standing on end, 6 x 4.2 x 14 cm", density=450.0, standing=True)
 )
 register_category(
     _box_package("boxed_ink_cartridge__3", (0.055, 0.03, 0.02), (0.12, 0.12, 0.14, 1.0), (0.2, 0.7, 0.85, 1.0),
