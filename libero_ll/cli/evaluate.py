@@ -20,7 +20,7 @@ def cmd_evaluate(args) -> int:
         evaluate_run,
         save_evaluation,
     )
-    from libero_ll.experiments.run_files import check_run_dir
+    from libero_ll.evaluation.runs import check_run_dir
 
     if args.actions is not None and args.actions not in ACTIONS:
         raise LiberoError(f"--actions {args.actions}: give {' or '.join(ACTIONS)}")

@@ -77,18 +77,12 @@ def print_metrics(run_dir: Path, as_json: bool) -> None:
 
 def _run_folder(path, option: str) -> None:
     """A LiberoError naming `path` (and the option that gave it) when it is no folder at all."""
-    from libero_ll.errors import LiberoError
 
-    p = Path(path)
-    if not p.exists():
-        raise LiberoError(f"{option}{p}: no such folder (give a run directory)")
-    if not p.is_dir():
-        raise LiberoError(f"{option}{p}: is a file, not a run directory")
-    if not (p / "config.yaml").is_file() and not (p / "success.json").is_file():
-        from libero_ll.evaluation.runs import runs_inside_hint
+    from libero_ll.evaluation.runs import check_run_dir
 
-        raise LiberoError(f"{option}{p} is not a run directory: it has no config.yaml or success.json"
-                          f"{runs_inside_hint(p)}")
+    # A folder with a success tensor alone is one too (metrics read nothing else).
+    if not (Path(path) / "success.json").is_file() or not Path(path).is_dir():
+        check_run_dir(path, option)
 
 
 # Scalar metrics printed by --all: key, label, which way is better.

@@ -57,7 +57,7 @@ def cmd_train(args) -> int:
         if args.resume:
             if args.config or args.overrides:
                 raise LiberoError("--resume continues a run with its own config.yaml; give no config or overrides")
-            from libero_ll.experiments.run_files import check_run_dir
+            from libero_ll.evaluation.runs import check_run_dir
 
             run_dir = check_run_dir(args.resume, "--resume ")
             cfg = load_config(run_dir / "config.yaml", run=True)

@@ -235,6 +235,20 @@ def runs_inside_hint(path: str | Path) -> str:
     return f"; it holds {len(runs)} run{'s' if len(runs) != 1 else ''} ({some}): give them, e.g. {path / '*'}"
 
 
+def check_run_dir(path: str | Path, option: str = "") -> Path:
+    """`path` as a Path when it is a run directory (it holds config.yaml); else a LiberoError saying what it is
+    instead: nothing, a file, or a folder that holds run directories (a sweep's output folder) or none.
+    `option` ("--resume " say) begins the message when the path came from one."""
+    p = Path(path)
+    if not p.exists():
+        raise LiberoError(f"{option}{p}: no such folder (give a run directory)")
+    if not p.is_dir():
+        raise LiberoError(f"{option}{p}: is a file, not a run directory")
+    if not (p / "config.yaml").is_file():
+        raise LiberoError(f"{option}{p}: not a run directory (no config.yaml){runs_inside_hint(p)}")
+    return p
+
+
 def read_config_file(path: str | os.PathLike, run: bool = False):
     """Read a YAML config file: (its plain contents, the same as an OmegaConf DictConfig). Every command reads
     config files, a run's own config.yaml included, through this, so that they say a damaged one alike.
@@ -326,12 +340,7 @@ def load_run(path: str | os.PathLike) -> Run:
     from omegaconf import OmegaConf
 
     path = Path(path)
-    if not path.exists():
-        raise LiberoError(f"run directory {path} does not exist")
-    if not path.is_dir():
-        raise LiberoError(f"{path} is a file, not a run directory")
-    if not (path / "config.yaml").is_file():
-        raise LiberoError(f"{path} is not a run directory: it has no config.yaml{runs_inside_hint(path)}")
+    check_run_dir(path)
     # Read as every command reads a run's config (train --resume, evaluate): a damaged one is said alike.
     config = OmegaConf.to_container(read_config_file(path / "config.yaml", run=True)[1], resolve=False)
     if not (path / "success.json").is_file():

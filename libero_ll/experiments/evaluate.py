@@ -34,7 +34,8 @@ from libero_ll.experiments.lifelong import (
     suite_tasks,
     write_json,
 )
-from libero_ll.experiments.run_files import check_run_dir, run_task_files
+from libero_ll.evaluation.runs import check_run_dir
+from libero_ll.experiments.run_files import run_task_files
 from libero_ll.processes import not_in_a_worker_starting
 
 # How an evaluation may act: sampled from the action head, or its most likely component's mean.

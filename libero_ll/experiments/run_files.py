@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from libero_ll.errors import LiberoError
-from libero_ll.evaluation.runs import LOG_FILE, RUN_TASKS_DIR, RUN_TASKS_ORDER, runs_inside_hint
+from libero_ll.evaluation.runs import LOG_FILE, RUN_TASKS_DIR, RUN_TASKS_ORDER
 
 # The lock a run directory's training holds (`libero-ll train`, and each run of a sweep).
 RUN_LOCK_FILE = ".run.lock"
@@ -77,20 +77,6 @@ def keep_task_files(run_dir: Path, tasks: list[Path]) -> None:
     tmp = folder / f".{RUN_TASKS_ORDER}.tmp"
     tmp.write_text("".join(f"{Path(t).stem}\n" for t in tasks), encoding="utf-8")
     os.replace(tmp, folder / RUN_TASKS_ORDER)
-
-
-def check_run_dir(path: str | Path, option: str = "") -> Path:
-    """`path` as a Path when it is a run directory (it holds config.yaml); else a LiberoError saying what it is
-    instead: nothing, a file, or a folder that holds run directories (a sweep's output folder) or none.
-    `option` ("--resume " say) begins the message when the path came from one."""
-    p = Path(path)
-    if not p.exists():
-        raise LiberoError(f"{option}{p}: no such folder (give a run directory)")
-    if not p.is_dir():
-        raise LiberoError(f"{option}{p}: is a file, not a run directory")
-    if not (p / "config.yaml").is_file():
-        raise LiberoError(f"{option}{p}: not a run directory (no config.yaml){runs_inside_hint(p)}")
-    return p
 
 
 def run_task_files(run_dir: str | Path) -> list[Path] | None:

@@ -437,7 +437,7 @@ def test_metrics_says_a_run_folder_does_not_exist(tmp_path, capsys):
     assert refused(["metrics", str(afile), "--all"], capsys) == f"error: {afile}: is a file, not a run directory\n"
     # A folder that is not a run (before: "success tensor file .../success.json does not exist").
     assert refused(["metrics", str(tmp_path)], capsys) == (
-        f"error: {tmp_path} is not a run directory: it has no config.yaml or success.json\n")
+        f"error: {tmp_path}: not a run directory (no config.yaml)\n")
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.yaml").write_text("name: x\n")

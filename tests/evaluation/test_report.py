@@ -266,7 +266,7 @@ def test_failed_regeneration_keeps_the_old_report(tmp_path):
     out = generate_report([good], tmp_path / "report")
     before = (out / "report.html").read_text()
     (tmp_path / "r2").mkdir()
-    with pytest.raises(LiberoError, match="r2 is not a run directory"):
+    with pytest.raises(LiberoError, match="r2: not a run directory"):
         generate_report([good, tmp_path / "r2"], out)
     assert (out / "report.html").read_text() == before
     # A second good run replaces the report in place.

@@ -80,11 +80,11 @@ def test_a_folder_or_file_that_is_no_run_is_an_error(tmp_path, capsys):
     (stray / "todo.txt").write_text("x\n")
     afile = tmp_path / "afile"
     afile.write_text("x\n")
-    for given, words in ((stray, "is not a run directory: it has no config.yaml"),
+    for given, words in ((stray, "not a run directory (no config.yaml)"),
                          (afile, "is a file, not a run directory")):
         assert main(["report", str(done), str(given), "-o", str(tmp_path / "out")]) == 2
         err = capsys.readouterr().err
-        assert f"error: {given} {words}" in err and "Traceback" not in err, err
+        assert f"error: {given}: {words}" in err and "Traceback" not in err, err
         assert not (tmp_path / "out").exists()
 
 

@@ -127,10 +127,10 @@ def test_references_give_intransigence_and_forward_transfer(tmp_path):
 
 
 def test_incomplete_run_directories_are_named(tmp_path):
-    with pytest.raises(LiberoError, match="does not exist"):
+    with pytest.raises(LiberoError, match=r"nope: no such folder \(give a run directory\)"):
         load_run(tmp_path / "nope")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(LiberoError, match=r"empty is not a run directory: it has no config.yaml"):
+    with pytest.raises(LiberoError, match=r"empty: not a run directory \(no config.yaml\)"):
         load_run(tmp_path / "empty")
     (tmp_path / "empty" / "config.yaml").write_text("seed: 1\n")
     with pytest.raises(LiberoError, match="it has no success.json"):
@@ -160,7 +160,7 @@ def test_metrics_command_all(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["I_per_task"] == pytest.approx([-0.75, 0.0])
 
     assert main(["metrics", str(tmp_path), "--all"]) == 2
-    assert "has no config.yaml" in capsys.readouterr().err
+    assert "not a run directory (no config.yaml)" in capsys.readouterr().err
 
 
 def test_recorded_data_sizes_give_sss_and_ce_without_the_demo_files(tmp_path):
