@@ -54,7 +54,7 @@ def cmd_collect(args) -> int:
     try:
         stats = collect(
             pairs, args.demos, args.seed, env_cfg, max_steps, workers=args.workers,
-            max_attempts=max_attempts, overwrite=args.overwrite, progress=progress,
+            max_attempts=max_attempts, overwrite=args.overwrite, progress=progress, keep_going=True,
         )
     except KeyboardInterrupt as e:
         stats, stopped = None, e
@@ -75,10 +75,13 @@ def cmd_collect(args) -> int:
                   file=sys.stderr)
         return EXIT_TERMINATED if isinstance(stopped, Terminated) else EXIT_INTERRUPTED
 
-    empty = []
+    empty, given_up = [], []
     for s in stats:
         if s.skipped:
             print(f"{s.path}: {_kept(s.path, args.demos, args.image_size)}")
+            continue
+        if s.error is not None:
+            given_up.append(s)
             continue
         where = "dry run" if args.dry_run else str(s.path) if s.path else "no file written"
         resumed = f", {s.resumed} resumed" if s.resumed else ""
@@ -93,7 +96,7 @@ def cmd_collect(args) -> int:
             )
         if s.kept == 0 and not args.dry_run:
             empty.append(s.task)
-    rows = [s for s in stats if not s.skipped]
+    rows = [s for s in stats if not s.skipped and s.error is None]
     wall = time.time() - t0
     if rows:
         kept = sum(r.kept for r in rows)
@@ -104,14 +107,19 @@ def cmd_collect(args) -> int:
             f"{kept} demo{'s' if kept != 1 else ''} kept, "
             f"mean length {mean:.0f} steps, wall time {wall:.1f} s"
         )
-    else:
+    elif not given_up:
         files = "the file exists" if len(stats) == 1 else f"all {len(stats)} files exist"
         print(f"nothing collected: {files} (--overwrite to redo)")
+    for s in given_up:
+        # Said last, where they are seen: the other tasks were collected meanwhile.
+        kept = (f"; its {s.kept} demo{'s' if s.kept != 1 else ''} settled so far are kept for a run of the same "
+                "command" if s.kept and not args.dry_run else "")
+        print(f"error: {s.task}: {s.error}; {'given up' if args.dry_run else 'no file written for it'}{kept}",
+              file=sys.stderr)
     if empty:
         them = "it" if len(empty) == 1 else "them"
         print(f"error: no demo kept for {', '.join(empty)}; no file written for {them}")
-        return 1
-    return 0
+    return 1 if given_up or empty else 0
 
 
 def _kept(path: Path, demos: int, size: int) -> str:

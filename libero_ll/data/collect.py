@@ -24,7 +24,7 @@ import numpy as np
 
 from libero_ll.data.hdf5 import Demo, DemoWriter, new_record, read_info, record_step
 from libero_ll.envs.env import EnvConfig, LiberoEnv, load_task
-from libero_ll.errors import LiberoError
+from libero_ll.errors import LiberoError, SceneError
 from libero_ll.experts.expert import EXPERT_VERSION, ScriptedExpert
 from libero_ll.processes import WarningsOnce, not_in_a_worker_starting, pass_warnings, spawn_context
 
@@ -58,6 +58,8 @@ class CollectStats:
         path: the file written; None for a dry run, or when nothing was kept.
         resumed: demo indices taken from an earlier, interrupted run of the same collection.
         skipped: an existing complete file was kept (not overwritten); nothing was collected.
+        error: why the task could not be collected (a SceneError: its layout cannot be placed, say), when
+            `collect` was told to go on with the other tasks; no file is written for it then.
     """
 
     task: str
@@ -71,6 +73,7 @@ class CollectStats:
     path: Path | None = None
     resumed: int = 0
     skipped: bool = False
+    error: str | None = None
 
 
 def demo_seed(task_name: str, index: int, attempt: int, seed: int) -> int:
@@ -95,7 +98,7 @@ def run_expert_episode(env: LiberoEnv, seed: int, max_steps: int, record: bool) 
     obs = env.reset_to(init_state)
     if env.check_goal():
         # A demo would be one step of nothing; `libero-ll check --load` names the same task as broken.
-        raise LiberoError(f"the goal already holds when the scene is reset (seed {seed}): there is nothing to "
+        raise SceneError(f"the goal already holds when the scene is reset (seed {seed}): there is nothing to "
                           "demonstrate; `libero-ll check --load` on the task file says so too")
     expert = ScriptedExpert(env, np.random.default_rng(seed))
     rec = new_record(init_state)
@@ -227,7 +230,7 @@ def _worker_main(jobs, results) -> None:
             try:
                 out = collector.run(job, index)
             except LiberoError as e:
-                out = {"index": index, "error": str(e), "user_error": True}
+                out = {"index": index, "error": str(e), "user_error": True, "scene_error": isinstance(e, SceneError)}
             except Exception:
                 out = {"index": index, "error": traceback.format_exc(), "user_error": False}
             out["task"] = job.name
@@ -266,12 +269,10 @@ def _run_in_workers(units: list[tuple[_Job, int]], workers: int) -> Iterator[dic
                             f"a collection worker died (exit code {dead[0].exitcode}; out of memory?); the "
                             "demos settled so far are kept: run the same command again to continue"
                         ) from None
-            if "error" in out:
-                where = f"task {out['task']}, demo {out['index']}"
-                if out["user_error"]:
-                    raise LiberoError(f"{where}: {out['error']}")
-                raise RuntimeError(f"collection worker failed on {where}:\n{out['error']}")
-            yield out
+            if "error" in out and not out["user_error"]:
+                raise RuntimeError(f"collection worker failed on task {out['task']}, demo {out['index']}:\n"
+                                   f"{out['error']}")
+            yield out  # a LiberoError's message too, for `collect` to say or to go on past
     finally:
         for p in procs:
             if p.is_alive():
@@ -298,8 +299,8 @@ def _run_units(units: list[tuple[_Job, int]], workers: int) -> Iterator[dict]:
         for job, index in units:
             try:
                 out = collector.run(job, index)
-            except LiberoError as e:  # named as the workers name it
-                raise LiberoError(f"task {job.name}, demo {index}: {e}") from None
+            except LiberoError as e:  # as the workers pass it on
+                out = {"index": index, "error": str(e), "user_error": True, "scene_error": isinstance(e, SceneError)}
             yield {**out, "task": job.name}
     finally:
         collector.close()
@@ -316,6 +317,8 @@ class _TaskRun:
     pending: list[int]
     settled: dict[int, dict] = field(default_factory=dict)  # index -> {"kept", "attempts", "length"}
     resumed: int = 0
+    error: str | None = None  # the first SceneError of one of its demos (`collect(keep_going=True)`)
+    errored: set[int] = field(default_factory=set)  # the demo indices that met one
 
 
 def _settings(job: _Job) -> dict:
@@ -462,8 +465,11 @@ def _empty(folder: Path) -> None:
 
 
 def _finish(run: _TaskRun) -> CollectStats:
-    """Settle a task whose demo indices are all done: write its file (unless a dry run) and sum up."""
+    """Settle a task whose demo indices are all done: write its file (unless a dry run) and sum up; a task given
+    up for an error (`_given_up`) writes none."""
     job = run.job
+    if run.error is not None:
+        return _given_up(run)
     indices = range(run.requested)
     kept = [i for i in indices if run.settled[i]["kept"]]
     failed = [i for i in indices if not run.settled[i]["kept"]]
@@ -520,6 +526,7 @@ def collect(
     compression: str | None = "gzip",
     progress: Callable[[str, int, int], None] | None = None,
     wait: Callable[[Path], None] | None = None,
+    keep_going: bool = False,
 ) -> list[CollectStats]:
     """Collect `num_demos` successful expert demos of each task, resumably, in `workers` processes.
 
@@ -542,6 +549,9 @@ def collect(
         wait: with it, a task that another collection (another process) is collecting into the same file is
             waited for, `wait(partial folder)` called once as the wait begins, and then kept as that collection
             wrote it; without it, such a task is an error.
+        keep_going: a task whose scene cannot be set up as its file asks (a SceneError: a layout our models cannot
+            take, a goal that holds at the start) is given up, its CollectStats saying why (`error`), and the other
+            tasks are collected; without it, such an error stops the collection, as any other LiberoError does.
     Returns:
         One CollectStats per task, in the order given.
     Raises:
@@ -623,13 +633,21 @@ def collect(
         try:
             for out in outcomes:
                 run = by_name[out["task"]]
-                run.settled[out["index"]] = {k: out[k] for k in ("kept", "attempts", "length")}
+                if "error" in out:
+                    if not (keep_going and out["scene_error"]):
+                        raise LiberoError(f"task {out['task']}, demo {out['index']}: {out['error']}")
+                    run.error = run.error or out["error"]
+                    run.errored.add(out["index"])
+                else:
+                    run.settled[out["index"]] = {k: out[k] for k in ("kept", "attempts", "length")}
                 if progress:
-                    progress(run.job.name, len(run.settled), run.requested)
-                if len(run.settled) == run.requested:
+                    progress(run.job.name, len(run.settled) + len(run.errored), run.requested)
+                if len(run.settled) + len(run.errored) == run.requested:
                     results[run.job.name] = _finish(run)
         finally:
             outcomes.close()  # stops the workers now, also when this raises or is interrupted
+        if any(r.error for r in by_name.values()):
+            _remove_unsettled(runs, made)  # the folders made for tasks given up that hold nothing
         return [r if isinstance(r, CollectStats) else results[r.job.name] for r in runs]
     except BaseException:
         # A collection that stops (an error, Ctrl-C) keeps every settled demo index for the next run, and leaves
@@ -640,6 +658,25 @@ def collect(
         for fd, partial in locks:
             (partial / HOLDER_FILE).unlink(missing_ok=True)
             os.close(fd)
+
+
+def _given_up(run: _TaskRun) -> CollectStats:
+    """The stats of a task given up for an error: no file; the demos it settled stay in its unfinished collection
+    for a run of the same command (after the task file is mended, its settings differ and they are collected
+    anew), which is removed when it holds none."""
+    kept = [i for i, s in run.settled.items() if s["kept"]]
+    if run.job.partial is not None and not _settles_something(Path(run.job.partial)):
+        shutil.rmtree(run.job.partial, ignore_errors=True)
+    return CollectStats(
+        task=run.job.name,
+        kept=len(kept),
+        attempts=sum(s["attempts"] for s in run.settled.values()),
+        success_rate=len(kept) / max(sum(s["attempts"] for s in run.settled.values()), 1),
+        mean_length=float(np.mean([run.settled[i]["length"] for i in kept])) if kept else 0.0,
+        requested=run.requested,
+        resumed=run.resumed,
+        error=run.error,
+    )
 
 
 def _index_list(indices: list[int], most: int = 8) -> str:

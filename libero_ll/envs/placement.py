@@ -25,7 +25,7 @@ from libero_ll.assets.categories import get_model
 from libero_ll.assets.models import Arena, Model, Region
 from libero_ll.bddl.spec import TaskSpec
 from libero_ll.envs import thresholds as th
-from libero_ll.errors import LiberoError
+from libero_ll.errors import LiberoError, SceneError
 
 MAX_TRIES = 500
 # Objects are released this far above their resting height and settle during the reset's physics steps.
@@ -393,7 +393,7 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator,
                     break
             xy, yaw, box, (depth, other) = best
             if depth > SETTLE_MAX_OVERLAP:
-                raise LiberoError(
+                raise SceneError(
                     f"could not place {a} in region {where} without touching another object "
                     f"after {MAX_TRIES} tries, nor with less than {SETTLE_MAX_OVERLAP * 100:.0f} cm of "
                     f"overlap ({other} overlaps it by {depth * 100:.1f} cm at best); widen the region "
