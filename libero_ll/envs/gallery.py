@@ -20,6 +20,8 @@ from libero_ll.bddl.validate import BddlWarning
 GRID_SPACING = 0.55
 GRID_COLUMNS = 9
 FLOOR_CLASS = "LIBERO_Floor_Manipulation"
+# How far out the gallery's floor is drawn, metres (the grid of tiles reaches about 4 m from the robot).
+FLOOR_DRAWN = 6.0
 
 
 def _layout_spec(categories: list[str]) -> TaskSpec:
@@ -86,6 +88,10 @@ def render_gallery(output: str | Path, tile: int = 192, columns: int = 7, catego
             name = mujoco.mj_id2name(env.model, mujoco.mjtObj.mjOBJ_GEOM, g) or ""
             if name.startswith("wall"):
                 env.model.geom_rgba[g, 3] = 0.0  # the walls would hide the far tiles
+            elif name == "floor":
+                # The plane is drawn 3 m out each way; the grid's far rows stand beyond that (a plane collides
+                # everywhere): drawn wider, their tiles show floor behind them, not the void.
+                env.model.geom_size[g, :2] = np.maximum(env.model.geom_size[g, :2], FLOOR_DRAWN)
         renderer = CameraRenderer(env.model, tile, shadows=True, reflections=True, fine_round=True)
         for cat in things:
             model = get_model(cat)

@@ -58,3 +58,15 @@ def test_the_gallerys_fixtures_face_its_cameras_without_a_warning(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", BddlWarning)
         render_gallery(tmp_path / "g.png", tile=32, columns=2, categories=["plate", "flat_stove"], families=False)
+
+
+def test_a_tile_beyond_three_metres_shows_floor_behind_its_thing(tmp_path, monkeypatch):
+    """The floor plane is drawn 3 m out each way; a tile of the grid's far rows showed the black void behind its
+    thing (the gallery's 63 categories reach about 4 m)."""
+    import libero_ll.envs.gallery as gallery
+
+    monkeypatch.setattr(gallery, "GRID_SPACING", 1.2)  # one thing: column 0, 4.8 m to the robot's right
+    img = np.asarray(Image.open(render_gallery(tmp_path / "g.png", tile=48, columns=1, categories=["plate"],
+                                               families=False))).astype(int)
+    background = np.concatenate([img[:8, :8].reshape(-1, 3), img[:8, -8:].reshape(-1, 3)])
+    assert background.mean() > 60, background.mean()
