@@ -76,12 +76,11 @@ def print_metrics(run_dir: Path, as_json: bool) -> None:
 
 
 def _run_folder(path, option: str) -> None:
-    """A LiberoError naming `path` (and the option that gave it) when it is no folder at all."""
-
+    """A LiberoError naming `path` (and the option that gave it) when it is not a run directory (`check_run_dir`);
+    a folder with a success tensor alone is one here too, since metrics read nothing else."""
     from libero_ll.evaluation.runs import check_run_dir
 
-    # A folder with a success tensor alone is one too (metrics read nothing else).
-    if not (Path(path) / "success.json").is_file() or not Path(path).is_dir():
+    if not (Path(path) / "success.json").is_file():
         check_run_dir(path, option)
 
 
