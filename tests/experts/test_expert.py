@@ -288,6 +288,75 @@ def test_push_waypoints_stay_behind_the_object_and_end_at_the_target():
     assert np.allclose([p[0] for p in lows], 0.0)
 
 
+def test_push_waypoints_from_inside_stay_within_the_rim_on_the_targets_side():
+    import numpy as np
+
+    from libero_ll.experts.push import PUSH_HEIGHT, PUSH_INSIDE, push_waypoints
+
+    start, target = np.array([0.0, 0.0]), np.array([0.0, 0.2])
+    way = push_waypoints(start, target, 0.1, 0.8, np.eye(3), inside=True)
+    lows = [w[1] for w in way if w[1][2] < 0.8 + PUSH_HEIGHT + 1e-9]
+    assert all(w[1][2] > 0.8 for w in way)
+    # Down inside the rim on the target's side, never behind the object, and as far past the target at the end.
+    assert np.isclose(lows[0][1], 0.1 - PUSH_INSIDE) and min(p[1] for p in lows) > 0.0
+    assert np.isclose(lows[-1][1], 0.2 + 0.1 - PUSH_INSIDE)
+    assert np.allclose([p[0] for p in lows], 0.0)
+    assert np.allclose(way[-1][1][:2], lows[-1][:2]) and way[-1][1][2] > lows[-1][2] + 0.05  # then straight up
+
+
+# A plate 1.2 cm from a cabinet on its far side from the target region, as LIBERO-Goal's plate stands by its wooden
+# cabinet: the fingers cannot come down behind it.
+PLATE_BY_A_CABINET = """\
+(define (problem LIBERO_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language Push the plate away from the cabinet)
+  (:regions
+    (plate_init_region (:target main_table) (:ranges ((0.06 -0.015 0.08 -0.005))))
+    (cabinet_init_region (:target main_table) (:ranges ((0.02 -0.28 0.04 -0.27))) (:yaw_rotation ((3.14159 3.14159))))
+    (target_region (:target main_table) (:ranges ((-0.09 0.17 -0.01 0.25))))
+  )
+  (:fixtures main_table - table wooden_cabinet_1 - wooden_cabinet)
+  (:objects plate_1 - plate)
+  (:obj_of_interest plate_1)
+  (:init (On plate_1 main_table_plate_init_region) (On wooden_cabinet_1 main_table_cabinet_init_region))
+  (:goal (And (On plate_1 main_table_target_region)))
+)
+"""
+
+
+def test_a_plate_with_a_cabinet_behind_it_is_pushed_from_inside_its_rim(tmp_path):
+    """Sent behind the plate, the hand stopped against the cabinet and the plate never moved (LIBERO-Goal's
+    plate push: 0 of 5 episodes); from inside its rim it arrives."""
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.experts import expert as expert_module
+    from libero_ll.experts.expert import ScriptedExpert
+
+    path = tmp_path / "push_the_plate_away_from_the_cabinet.bddl"
+    path.write_text(PLATE_BY_A_CABINET)
+    env = LiberoEnv(str(path), EnvConfig(render=False))
+    chosen = []
+    original = expert_module.ScriptedExpert._push_from_inside
+
+    def spy(self, *args):
+        chosen.append(original(self, *args))
+        return chosen[-1]
+
+    try:
+        expert_module.ScriptedExpert._push_from_inside = spy
+        for seed in (0, 1):
+            env.reset(seed=seed)
+            expert = ScriptedExpert(env, np.random.default_rng(seed))
+            for _ in range(300):
+                _, done, _ = env.step(np.asarray(expert.act(), dtype=np.float32))
+                if done:
+                    break
+            assert done, (seed, env.geometry.pos("plate_1"))
+    finally:
+        expert_module.ScriptedExpert._push_from_inside = original
+        env.close()
+    assert chosen == [True, True]
+
+
 def test_a_plate_pushed_with_the_hand_pressing_down_a_little_still_slides_to_the_stove_front():
     """A learnt policy pushes the plate at about 2.5 cm a step and presses down by half a millimetre a step
     (the demos' own mean, which the expert's closed loop corrects). With the plate at friction 1.0, the fingers
