@@ -23,7 +23,7 @@ from libero_ll.experts.articulation import (
     faces_robot,
     hand_clearance,
 )
-from libero_ll.experts.push import PUSH_BACKOFF, PUSH_HEIGHT, PUSH_INSIDE_LOWER, push_waypoints
+from libero_ll.experts.push import PUSH_BACKOFF, PUSH_HEIGHT, PUSH_INSIDE, PUSH_INSIDE_LOWER, push_waypoints
 from libero_ll.experts.shelf import (
     CENTRED,
     HANG_TILT,
@@ -466,7 +466,7 @@ class ScriptedExpert:
             along = math.atan2(d[1], d[0])
             behind = pos[:2] - np.array([math.cos(along), math.sin(along)]) * (reach + PUSH_BACKOFF)
             if self._push_from_inside(step.obj, model, behind, along, surface):
-                self._queue = push_waypoints(pos[:2], target_xy, outline_along(model, yaw), surface,
+                self._queue = push_waypoints(pos[:2], target_xy, model.half_size[0] - PUSH_INSIDE, surface,
                                              env.robot_proprio()["ee_rot"], inside=True)
             else:
                 self._queue = push_waypoints(pos[:2], target_xy, reach, surface, env.robot_proprio()["ee_rot"])
@@ -820,13 +820,13 @@ class ScriptedExpert:
     def _push_from_inside(self, obj: str, model, behind: np.ndarray, along: float, surface: float) -> bool:
         """Whether `obj` is pushed from inside its rim (`push_waypoints(inside=True)`): the hand, come down behind
         it at `behind` to push along the world angle `along` (its fingers closing across it), would be within
-        PUSH_ROOM of something reaching the fingers, and the object is low enough (a plate, a tray) for the hand's
-        housing to stay above its rim with the fingers on its floor.
+        PUSH_ROOM of something reaching the fingers, and the object is round (`is_round`: a plate, not a tray; see
+        `push.PUSH_INSIDE`) and low enough for the hand's housing to stay above its rim with the fingers on its floor.
 
         LIBERO-Goal's plate to be pushed to the stove's front stands 1 cm from a cabinet on the far side from
         the stove, and the hand, sent behind it, stopped against the cabinet (0 of 5 episodes; docs/interop.md).
         """
-        if 2 * model.half_size[2] > PUSH_HEIGHT - PUSH_INSIDE_LOWER + HAND_BOTTOM_ABOVE_GRIP:
+        if not is_round(model) or 2 * model.half_size[2] > PUSH_HEIGHT - PUSH_INSIDE_LOWER + HAND_BOTTOM_ABOVE_GRIP:
             return False
         fingers = surface + PUSH_HEIGHT
         if clearance(behind, self._obstacles(obj, fingers), rounded=True) < PUSH_ROOM + PUSH_FINGERS:
@@ -1045,15 +1045,6 @@ def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], floa
             continue
         out.append(((axis[0] + radius * math.cos(a), axis[1] + radius * math.sin(a)), a))
     return out
-
-
-def outline_along(model, yaw: float) -> float:
-    """Distance (metres) from an object's centre to its outline seen from above, along a line at `yaw` to the
-    object's x axis: its radius where it is round (`is_round`), else to its footprint rectangle's side."""
-    if is_round(model):
-        return float(model.half_size[0])
-    c, s = abs(math.cos(yaw)), abs(math.sin(yaw))
-    return float(min(model.half_size[0] / c if c > 1e-9 else math.inf, model.half_size[1] / s if s > 1e-9 else math.inf))
 
 
 def clearance(point: np.ndarray, obstacles: list, rounded: bool = False) -> float:

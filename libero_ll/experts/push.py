@@ -2,9 +2,9 @@
 
 The closed fingers come down just behind the object's far side from the target, at the height of
 its lowest edge, and push it in a straight line until its centre is over the target; the palm
-stays above the object. Where something stands behind it (a cabinet beside a plate), a low thing with
-a rim (a plate, a tray) is pushed from inside instead: the fingers come down inside its rim on the
-target's side and push that rim from within, so the hand never needs room beyond the object.
+stays above the object. Where something stands behind it (a cabinet beside a plate), a plate is pushed
+from inside instead: the fingers come down inside its rim on the target's side and push that rim from
+within, so the hand never needs room beyond the object.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ PUSH_HEIGHT = 0.017
 # The fingers start this far behind the object's edge, and the hand first lines up this high above.
 PUSH_BACKOFF = 0.03
 PUSH_ABOVE = 0.1
-# Pushed from inside, the fingers come down this far (metres) inside the object's outline, its rim (a plate's
-# is 8 mm thick) and the closed fingers' half thickness, and their pads' centre this much lower than
-# PUSH_HEIGHT, so that the finger tips rest on its floor and the whole of the rim's height above the floor
-# meets them. Measured on LIBERO-Goal's plate pushed past a cabinet (docs/interop.md): at PUSH_HEIGHT the
-# fingers rode over the plate's 1 cm of rim in 1 of 5 episodes; 4 mm lower, 8 of 8 arrived in about 90
-# steps; 8 mm lower, pressed on its floor, they all arrived in about 270.
+# Pushed from inside, the fingers' centre comes down this far (metres) inside the object's round outline: its
+# rim (a plate's is 8 mm thick), the closed fingers' half width (about 1 cm) and a few millimetres. A rectangle
+# (a tray) is not pushed so: along its diagonal the closed fingers, wider along their closing direction, came
+# down on its 12 mm rim (2 and 4 of 6 episodes at 2 and 2.5 cm).
 PUSH_INSIDE = 0.02
+# ... and their pads' centre this much lower than PUSH_HEIGHT, so that the finger tips rest on its floor and the
+# whole of the rim's height above the floor meets them. Measured on LIBERO-Goal's plate pushed past a cabinet
+# (docs/interop.md): at PUSH_HEIGHT the fingers rode over the plate's 1 cm of rim in 1 of 5 episodes; 4 mm lower,
+# 8 of 8 arrived in about 90 steps; 8 mm lower, pressed on its floor, they all arrived in about 270.
 PUSH_INSIDE_LOWER = 0.004
 # The push goes in steps of about this length (metres) so that the object keeps pace with the hand.
 # The controller's force grows with the distance to the next waypoint: with short steps (2 cm) and a
@@ -43,11 +45,11 @@ def push_waypoints(start_xy: np.ndarray, target_xy: np.ndarray, radius: float, s
 
     Args:
         start_xy, target_xy: the object's centre now and where it should end up (world x, y, metres).
-        radius: the object's horizontal half size along the push, metres: from its centre to where the push
-            line leaves its outline.
+        radius: the object's horizontal half size along the push, metres; pushed from inside, how far from
+            its centre along the push the fingers come down (`PUSH_INSIDE` within its round outline).
         surface_z: height of the surface it slides on, metres.
         ee_rot: the hand's rotation now (the fingers' closing direction is chosen nearest to it).
-        inside: push a thing with a rim from inside it (`PUSH_INSIDE`), not from behind.
+        inside: push a round thing with a rim (a plate) from inside it, not from behind.
 
     Returns:
         ("move", position, rotation, grip, speed) waypoints for `ScriptedExpert`.
@@ -62,8 +64,8 @@ def push_waypoints(start_xy: np.ndarray, target_xy: np.ndarray, radius: float, s
     if inside:
         # The fingers touch the rim on the target's side from within, and end as far beyond the target.
         z = surface_z + PUSH_HEIGHT - PUSH_INSIDE_LOWER
-        behind = start_xy + d * (radius - PUSH_INSIDE)
-        end = target_xy + d * (radius - PUSH_INSIDE)
+        behind = start_xy + d * radius
+        end = target_xy + d * radius
     else:
         z = surface_z + PUSH_HEIGHT
         behind = start_xy - d * (radius + PUSH_BACKOFF)

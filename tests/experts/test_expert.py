@@ -291,15 +291,15 @@ def test_push_waypoints_stay_behind_the_object_and_end_at_the_target():
 def test_push_waypoints_from_inside_stay_within_the_rim_on_the_targets_side():
     import numpy as np
 
-    from libero_ll.experts.push import PUSH_HEIGHT, PUSH_INSIDE, push_waypoints
+    from libero_ll.experts.push import PUSH_HEIGHT, push_waypoints
 
     start, target = np.array([0.0, 0.0]), np.array([0.0, 0.2])
-    way = push_waypoints(start, target, 0.1, 0.8, np.eye(3), inside=True)
+    way = push_waypoints(start, target, 0.08, 0.8, np.eye(3), inside=True)
     lows = [w[1] for w in way if w[1][2] < 0.8 + PUSH_HEIGHT + 1e-9]
     assert all(w[1][2] > 0.8 for w in way)
     # Down inside the rim on the target's side, never behind the object, and as far past the target at the end.
-    assert np.isclose(lows[0][1], 0.1 - PUSH_INSIDE) and min(p[1] for p in lows) > 0.0
-    assert np.isclose(lows[-1][1], 0.2 + 0.1 - PUSH_INSIDE)
+    assert np.isclose(lows[0][1], 0.08) and min(p[1] for p in lows) > 0.0
+    assert np.isclose(lows[-1][1], 0.2 + 0.08)
     assert np.allclose([p[0] for p in lows], 0.0)
     assert np.allclose(way[-1][1][:2], lows[-1][:2]) and way[-1][1][2] > lows[-1][2] + 0.05  # then straight up
 
@@ -326,7 +326,9 @@ PLATE_BY_A_CABINET = """\
 
 def test_a_plate_with_a_cabinet_behind_it_is_pushed_from_inside_its_rim(tmp_path):
     """Sent behind the plate, the hand stopped against the cabinet and the plate never moved (LIBERO-Goal's
-    plate push: 0 of 5 episodes); from inside its rim it arrives."""
+    plate push: 0 of 5 episodes); from inside its rim it arrives. A tray there is still pushed from behind: the
+    closed fingers came down on its rim along its diagonal."""
+    from libero_ll.assets.categories import get_model
     from libero_ll.envs.env import EnvConfig, LiberoEnv
     from libero_ll.experts import expert as expert_module
     from libero_ll.experts.expert import ScriptedExpert
@@ -355,6 +357,15 @@ def test_a_plate_with_a_cabinet_behind_it_is_pushed_from_inside_its_rim(tmp_path
         expert_module.ScriptedExpert._push_from_inside = original
         env.close()
     assert chosen == [True, True]
+    path.write_text(PLATE_BY_A_CABINET.replace("plate_1 - plate", "plate_1 - wooden_tray"))
+    env = LiberoEnv(str(path), EnvConfig(render=False))
+    try:
+        env.reset(seed=0)
+        expert = ScriptedExpert(env, np.random.default_rng(0))
+        tray = get_model("wooden_tray")
+        assert not expert._push_from_inside("plate_1", tray, env.geometry.pos("plate_1")[:2] - [0.0, 0.15], 1.57, 0.8)
+    finally:
+        env.close()
 
 
 def test_a_plate_pushed_with_the_hand_pressing_down_a_little_still_slides_to_the_stove_front():
