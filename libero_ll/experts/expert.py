@@ -38,6 +38,7 @@ from libero_ll.experts.shelf import (
 )
 from libero_ll.experts.tip_over import standing_spot, stands_too_tall, tip_over_waypoints
 from libero_ll.experts.skills import (
+    PART_STANDS_CLOSED,
     POS_SCALE,
     footprints,
     hand_and_wrist,
@@ -46,6 +47,7 @@ from libero_ll.experts.skills import (
     nearest_equivalent_yaw,
     servo,
     settled_wrist_safe_yaw,
+    standing_out,
     wrap_angle,
     wrist_safe_turn,
     wrist_safe_yaw,
@@ -79,7 +81,12 @@ from libero_ll.experts.skills import (
 # plate from inside its rim where the hand has no room behind it (`_push_from_inside`: LIBERO-Goal's plate beside a
 # cabinet, 0 of 5 episodes before); the shipped task that pushes a plate has room (50 of 50 demos pushed from behind
 # as before).
-EXPERT_VERSION = "scripted-expert 0.22"
+# 0.23 keeps the hand's housing, coming down to grasp, clear of what stands out of a fixture's box: a cabinet's
+# closed drawers' handles, the microwave's sill and its closed door's handle, 4 to 6 cm out (`Model.standing_out`,
+# `skills.standing_out`): beside LIBERO-Spatial's cabinet the housing came down on a handle, short of the bowl's rim,
+# and the fingers closed on nothing. Demos of scenes with a cabinet or a microwave may differ; the quickstart's are
+# those of 0.22.
+EXPERT_VERSION = "scripted-expert 0.23"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.
@@ -133,7 +140,7 @@ PUSH_ROOM = 0.01
 PUSH_FINGERS = 0.02
 # A drawer pulled out more than this (metres) is in the way of the hand and arm like any object; its
 # walls stand this far outside its inner region.
-DRAWER_STANDS_OUT = 0.02
+DRAWER_STANDS_OUT = PART_STANDS_CLOSED["drawer"]
 DRAWER_WALL = 0.02
 # An object put into a drawer stays this far from the drawer's front wall, metres.
 DRAWER_EDGE_GAP = 0.008
@@ -489,7 +496,10 @@ class ScriptedExpert:
         # bottom (HAND_BOTTOM_ABOVE_GRIP above the fingers), anywhere under the housing (HAND_HALF_LENGTH along
         # the closing direction either side of the pinch). Pinched where it came down on the side wall of an open
         # drawer, libero_goal's bowl was not reached: the hand stopped 18 cm above it and closed on nothing.
-        around = [o for o in under_hand if clearance(pos[:2], [o]) > 0.0]
+        # A fixture's closed drawers' fronts and handles count here (`skills.footprints`): beside LIBERO-Spatial's
+        # cabinet, the housing came down on a handle 6 cm out of the cabinet's box, short of the bowl's rim.
+        around = [o for o in self._obstacles(step.obj, grasp_z, parts=True)
+                  if o[4] >= grasp_z + HAND_BOTTOM_ABOVE_GRIP and clearance(pos[:2], [o]) > 0.0]
         best = None
         base = np.asarray(env.arena.robot_base[:2])
         layer = find_layer(env, step.goal.args[1])
@@ -835,12 +845,15 @@ class ScriptedExpert:
         housing = self._obstacles(obj, fingers + HAND_BOTTOM_ABOVE_GRIP + 0.01)
         return hand_clearance(behind, along + math.pi / 2, housing) < PUSH_ROOM
 
-    def _obstacles(self, skip, grasp_z: float) -> list:
-        """Footprints (centre xy, yaw, half x, half y, top z) of the instances (but `skip`) whose tops reach up to the fingers."""
+    def _obstacles(self, skip, grasp_z: float, parts: bool = False) -> list:
+        """Footprints (centre xy, yaw, half x, half y, top z) of the instances (but `skip`) whose tops reach up to the
+        fingers; with `parts`, also of what stands out of a fixture's box (`skills.standing_out`: handles)."""
         instances = self.env.spec.instances()
         out = []
         for inst, footprint in footprints(self.env, skip, grasp_z - 0.01).items():
             out.append(footprint)
+            if parts and self.env.geometry.is_fixture(inst):
+                out += standing_out(self.env, inst, footprint)
             out += self._open_drawers(inst, get_model(instances[inst]))
         return out
 

@@ -96,13 +96,25 @@ def is_round(model) -> bool:
     )
 
 
+# A moving part is in its fixture's footprint where it stands as closed: a drawer pulled out less than this (metres;
+# the expert keeps one pulled further out as a footprint of its own), a door turned less than this (radians: an open
+# door is elsewhere, and its closed place in front of the microwave is free); a knob, turning in place, always.
+PART_STANDS_CLOSED = {"drawer": 0.02, "door": 0.2}
+
+
+def stands_closed(value: float, kind: str) -> bool:
+    """Whether a moving part whose joint stands at `value` (metres or radians) is where it is when closed."""
+    return value < PART_STANDS_CLOSED.get(kind, math.inf)
+
+
 def footprints(env, skip, above: float) -> dict:
     """Instance → footprint (centre xy, yaw, half x, half y, top z, round) of the instances but `skip`
     whose tops reach `above`.
 
     The workspace (table or floor) is left out. Footprints are the instances' bounding boxes seen
     from above, as the skills keep the hand and what it carries clear of them; `round` (see
-    `is_round`) says that the box's inscribed circle is the object's outline.
+    `is_round`) says that the box's inscribed circle is the object's outline. What stands out of a
+    fixture's box (its handles) is in `standing_out`.
     """
     g = env.geometry
     skip = {skip} if isinstance(skip, str) else skip
@@ -118,6 +130,23 @@ def footprints(env, skip, above: float) -> dict:
         r = g.rot(inst)
         yaw = math.atan2(r[1, 0], r[0, 0])
         out[inst] = (p[:2], yaw, model.half_size[0], model.half_size[1], top, is_round(model))
+    return out
+
+
+def standing_out(env, inst: str, footprint: tuple) -> list:
+    """Footprints (as `footprints` gives them, with the instance's top) of what stands out of a fixture's box
+    (`Model.standing_out`): of its body, and of each moving part that stands closed (`stands_closed`; a drawer
+    pulled further out the expert counts on its own, and an open door is elsewhere). A cabinet's drawer handles
+    stand 6 cm out of its box in front, where the hand's housing coming down beside it meets them."""
+    g = env.geometry
+    model = get_model(env.spec.instances()[inst])
+    names = [None] + [p.name for p in model.parts if stands_closed(g.joint_value(inst, p.name), p.joint.kind)]
+    rot = g.rot(inst)[:2, :2]
+    out = []
+    for name in names:
+        box = model.standing_out(name)
+        if box is not None:
+            out.append((g.pos(inst)[:2] + rot @ np.array(box[:2]), footprint[1], box[2], box[3], footprint[4], False))
     return out
 
 
