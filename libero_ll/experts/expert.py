@@ -86,12 +86,22 @@ from libero_ll.experts.skills import (
 # `skills.standing_out`): beside LIBERO-Spatial's cabinet the housing came down on a handle, short of the bowl's rim,
 # and the fingers closed on nothing. Demos of scenes with a cabinet or a microwave may differ; the quickstart's are
 # those of 0.22.
-EXPERT_VERSION = "scripted-expert 0.23"
+# 0.24 puts an object down in a range drawn on a surface where its footprint has room (`_room_in_range`): a range
+# drawn beside something for a smaller model of it (LIBERO-Long's "to the right of the plate", drawn for a plate 14 cm
+# across, ours being 20) put the pudding on the plate's rim. Where the range's middle has room, as in the shipped
+# tasks, the object goes there as before.
+EXPERT_VERSION = "scripted-expert 0.24"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.
 SPOT_CLEARANCE = 0.02
 SPOT_CLEARANCE_CAP = 0.03
+# An object put down in a range drawn on a surface (`_room_in_range`): the gap from what stands there that is room
+# enough where the range's middle falls, the most gap that counts otherwise, and how far inside the range's edges
+# the centre is put then (metres).
+RANGE_ROOM = 0.01
+RANGE_ROOM_CAP = 0.02
+RANGE_EDGE = 0.005
 
 # Heights are metres above the grasp or release point.
 APPROACH_HEIGHT = 0.10
@@ -496,7 +506,7 @@ class ScriptedExpert:
         # bottom (HAND_BOTTOM_ABOVE_GRIP above the fingers), anywhere under the housing (HAND_HALF_LENGTH along
         # the closing direction either side of the pinch). Pinched where it came down on the side wall of an open
         # drawer, libero_goal's bowl was not reached: the hand stopped 18 cm above it and closed on nothing.
-        # A fixture's closed drawers' fronts and handles count here (`skills.footprints`): beside LIBERO-Spatial's
+        # A fixture's closed drawers' handles count here (`skills.standing_out`): beside LIBERO-Spatial's
         # cabinet, the housing came down on a handle 6 cm out of the cabinet's box, short of the bowl's rim.
         around = [o for o in self._obstacles(step.obj, grasp_z, parts=True)
                   if o[4] >= grasp_z + HAND_BOTTOM_ABOVE_GRIP and clearance(pos[:2], [o]) > 0.0]
@@ -618,6 +628,8 @@ class ScriptedExpert:
             turn = turn_hand_out(turn, grasp[:2] - pos[:2], container.rot[:2, 0])
         elif container is None and layer is None and not far and step.goal.args[1] in g.range_regions:
             turn = self._housed_turn(step, model, grasp[:2] - pos[:2], close_dir, turn, target_xy, bottom_z)
+        if container is None and layer is None and step.goal.args[1] in g.range_regions:
+            target_xy = self._room_in_range(step, model, target_xy, yaw + turn)
         c, s = math.cos(turn), math.sin(turn)
         offset = np.array([[c, -s], [s, c]]) @ (grasp[:2] - pos[:2])
         place = np.array([target_xy[0] + offset[0], target_xy[1] + offset[1], bottom_z + model.grasp.height])
@@ -914,6 +926,34 @@ class ScriptedExpert:
             return xy, bottom + RELEASE_CLEARANCE
         return xy, region.center[2] + region.half[2] + RELEASE_CLEARANCE
 
+    def _room_in_range(self, step: PickPlace, model, xy: np.ndarray, yaw: float) -> np.ndarray:
+        """Where in the range drawn on a surface that `step` puts its object on the object goes: `xy` (in the range
+        `_target` picked), or, where the object's footprint there (turned by `yaw`, as it will be put down) would
+        come within RANGE_ROOM of something standing on the surface, the point of that range with the most room up
+        to RANGE_ROOM_CAP, the nearest `xy` of those.
+
+        A range is drawn beside something for that thing's size: LIBERO-Long's "to the right of the plate" for
+        LIBERO's plate, 14 cm across, where ours is 20; put at the range's middle, the pudding came down on our
+        plate's rim and stood tilted on it, not on the table (2 of 5 episodes).
+        """
+        g = self.env.geometry
+        target, ranges = g.range_regions[step.goal.args[1]]
+        origin, rot = g.surface_frame(target)
+        others = list(footprints(self.env, {step.obj, target}, origin[2] + 0.002).values())
+        if not others or footprint_gap(xy, yaw, model, others) >= RANGE_ROOM:
+            return xy
+        local = (rot.T @ np.array([xy[0] - origin[0], xy[1] - origin[1], 0.0]))[:2]
+        x0, y0, x1, y1 = min(ranges, key=lambda r: math.hypot(local[0] - (r[0] + r[2]) / 2, local[1] - (r[1] + r[3]) / 2))
+        m = min(RANGE_EDGE, (x1 - x0) / 2, (y1 - y0) / 2)
+        best, best_key = xy, (min(footprint_gap(xy, yaw, model, others), RANGE_ROOM_CAP), 0.0)
+        for u in np.linspace(x0 + m, x1 - m, 11):
+            for v in np.linspace(y0 + m, y1 - m, 11):
+                p = (origin + rot @ np.array([u, v, 0.0]))[:2]
+                key = (min(footprint_gap(p, yaw, model, others), RANGE_ROOM_CAP), -float(np.linalg.norm(p - xy)))
+                if key > best_key:
+                    best, best_key = p, key
+        return best
+
     def _others_in(self, region, moved: str, owner: tuple[str, str] | None) -> list[tuple[np.ndarray, float]]:
         """(centre xy, radius) of the objects other than `moved` whose centres lie over a region's box.
 
@@ -1076,6 +1116,29 @@ def clearance(point: np.ndarray, obstacles: list, rounded: bool = False) -> floa
         local = np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1]])
         gap = np.maximum(np.abs(local) - [hx, hy], 0.0)
         best = min(best, float(np.hypot(*gap)))
+    return best
+
+
+def footprint_gap(xy: np.ndarray, yaw: float, model, others: list) -> float:
+    """The smallest horizontal gap (metres, 0 where they overlap) between an object's footprint, standing at `xy`
+    turned by `yaw` (its inscribed circle if round, else its box), and footprints as `clearance` takes them."""
+    hx, hy = float(model.half_size[0]), float(model.half_size[1])
+    u, v = np.meshgrid(np.linspace(-1.0, 1.0, 9), np.linspace(-1.0, 1.0, 9))
+    local = np.stack([u.ravel() * hx, v.ravel() * hy], axis=1)
+    if is_round(model):
+        local = local[np.hypot(u.ravel(), v.ravel()) <= 1.0 + 1e-9]
+    c, s = math.cos(yaw), math.sin(yaw)
+    pts = np.asarray(xy, dtype=float)[:2] + local @ np.array([[c, s], [-s, c]])
+    best = 1.0
+    for centre, oyaw, ohx, ohy, *rest in others:
+        d = pts - np.asarray(centre, dtype=float)[:2]
+        if len(rest) > 1 and rest[1]:
+            gap = np.maximum(np.hypot(d[:, 0], d[:, 1]) - ohx, 0.0)
+        else:
+            oc, os_ = math.cos(oyaw), math.sin(oyaw)
+            lx, ly = oc * d[:, 0] + os_ * d[:, 1], -os_ * d[:, 0] + oc * d[:, 1]
+            gap = np.hypot(np.maximum(np.abs(lx) - ohx, 0.0), np.maximum(np.abs(ly) - ohy, 0.0))
+        best = min(best, float(gap.min()))
     return best
 
 

@@ -368,6 +368,80 @@ def test_a_plate_with_a_cabinet_behind_it_is_pushed_from_inside_its_rim(tmp_path
         env.close()
 
 
+PUDDING_RIGHT_OF_THE_PLATE = """\
+(define (problem LIBERO_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language Put the chocolate pudding to the right of the plate)
+  (:regions
+    (plate_init_region (:target main_table) (:ranges ((-0.005 -0.005 0.005 0.005))))
+    (pudding_init_region (:target main_table) (:ranges ((-0.06 -0.21 -0.04 -0.19))) (:yaw_rotation ((0.0 0.0))))
+    (plate_right_region (:target main_table) (:ranges ((0.0 0.06 0.1 0.16))))
+  )
+  (:fixtures main_table - table)
+  (:objects plate_1 - plate chocolate_pudding_1 - chocolate_pudding)
+  (:obj_of_interest chocolate_pudding_1)
+  (:init (On plate_1 main_table_plate_init_region) (On chocolate_pudding_1 main_table_pudding_init_region))
+  (:goal (And (On chocolate_pudding_1 main_table_plate_right_region)))
+)
+"""
+
+
+def test_footprint_gap_measures_boxes_and_round_things():
+    from libero_ll.assets.categories import get_model
+    from libero_ll.experts.expert import footprint_gap
+
+    pudding, plate = get_model("chocolate_pudding"), get_model("plate")
+    r = plate.half_size[0]
+    round_plate = [(np.zeros(2), 0.0, r, r, 0.62, True)]
+    # The pudding's long side (9 cm, along x at yaw 0) faces the plate's edge 2 cm away; turned a quarter,
+    # its short side does, and its end reaches 1.4 cm further in.
+    y = r + pudding.half_size[1] + 0.02
+    assert footprint_gap(np.array([0.0, y]), 0.0, pudding, round_plate) == pytest.approx(0.02, abs=1e-3)
+    assert footprint_gap(np.array([0.0, y]), np.pi / 2, pudding, round_plate) == pytest.approx(
+        0.02 - (pudding.half_size[0] - pudding.half_size[1]), abs=1e-3)
+    # A box seen as a box: its corner is nearer than its inscribed circle would say.
+    square = [(np.zeros(2), 0.0, r, r, 0.62, False)]
+    corner = np.array([r, r]) + 0.02 / np.sqrt(2) + np.array([pudding.half_size[0], pudding.half_size[1]])
+    assert footprint_gap(corner, 0.0, pudding, square) == pytest.approx(0.02, abs=1e-3)
+    assert footprint_gap(corner, 0.0, pudding, round_plate) > 0.05
+    assert footprint_gap(np.zeros(2), 0.0, pudding, round_plate) == 0.0
+    assert footprint_gap(np.zeros(2), 0.0, pudding, []) == 1.0
+
+
+def test_a_range_beside_a_plate_that_reaches_under_its_middle_gets_the_object_where_there_is_room(tmp_path):
+    """LIBERO-Long's "to the right of the plate" is drawn for LIBERO's smaller plate: at the range's middle our plate's
+    rim lies under the pudding, which came down on it and stood tilted there (here the goal still held, the pudding
+    touching the table; in LIBERO-Long's scene it did not). The expert puts it where the range leaves it room."""
+    from libero_ll.assets.categories import get_model
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.experts.expert import ScriptedExpert, footprint_gap
+    from libero_ll.experts.skills import footprints
+
+    path = tmp_path / "put_the_chocolate_pudding_to_the_right_of_the_plate.bddl"
+    path.write_text(PUDDING_RIGHT_OF_THE_PLATE)
+    env = LiberoEnv(str(path), EnvConfig(render=False))
+    pudding = get_model("chocolate_pudding")
+    try:
+        for seed in (0, 1):
+            env.reset(seed=seed)
+            g = env.geometry
+            origin, rot = g.surface_frame("main_table")
+            middle = (origin + rot @ np.array([0.05, 0.11, 0.0]))[:2]
+            plate = list(footprints(env, {"chocolate_pudding_1", "main_table"}, origin[2] + 0.002).values())
+            assert footprint_gap(middle, 0.0, pudding, plate) == 0.0  # the range's middle overlaps the plate
+            expert = ScriptedExpert(env, np.random.default_rng(seed))
+            for _ in range(400):
+                _, done, _ = env.step(np.asarray(expert.act(), dtype=np.float32))
+                if done:
+                    break
+            assert done, (seed, g.pos("chocolate_pudding_1"))
+            # Flat on the table, not tilted on the plate's rim (where On still held: it touched the table).
+            up, height = g.rot("chocolate_pudding_1")[2, 2], g.pos("chocolate_pudding_1")[2] - origin[2]
+            assert up > 0.99 and height < pudding.half_size[2] + 0.005, (seed, up, height)
+    finally:
+        env.close()
+
+
 def test_a_plate_pushed_with_the_hand_pressing_down_a_little_still_slides_to_the_stove_front():
     """A learnt policy pushes the plate at about 2.5 cm a step and presses down by half a millimetre a step
     (the demos' own mean, which the expert's closed loop corrects). With the plate at friction 1.0, the fingers
