@@ -190,11 +190,12 @@ register_category(
 )
 register_category(_bowl("white_bowl", _WHITE_GLAZE, (0.97, 0.97, 0.95, 1.0), "a white bowl, 12.5 cm across"))
 
-register_category(
-    _model(
-        "plate",
-        [_cyl(0.095, 0.0, 0.008, (0.95, 0.93, 0.86, 1.0))]
-        + _walls(0.093, _FOOT_GAP, 0.018, 0.008, 24, (0.85, 0.82, 0.74, 1.0)),
+def _plate(category: str, radius: float, rim_boxes: int, description: str) -> Model:
+    """A flat plate `radius` across its floor, with a low rim of `rim_boxes` wall boxes (`radius` - 2 mm out)."""
+    return _model(
+        category,
+        [_cyl(radius, 0.0, 0.008, (0.95, 0.93, 0.86, 1.0))]
+        + _walls(radius - 0.002, _FOOT_GAP, 0.018, 0.008, rim_boxes, (0.85, 0.82, 0.74, 1.0)),
         density=1800.0,
         # Glaze on wood and on glaze slides: 0.6, which governs the plate's contacts (priority 1), where the
         # larger of two frictions would give 1.0 against the table. At 1.0 on both of its contacts, fingers
@@ -203,9 +204,15 @@ register_category(
         # (docs/policies.md, "Pushing the plate").
         friction=(0.6, 0.005, 0.0001),
         friction_priority=1,
-        description="a flat dinner plate, 20 cm across, with a low rim",
+        description=description,
     )
-)
+
+
+register_category(_plate("plate", 0.095, 24, "a flat dinner plate, 20 cm across, with a low rim"))
+# LIBERO's plate is 13.6 cm across: the size that the layouts of LIBERO's task files are drawn for (a bowl between
+# the plate and a ramekin, a pudding to the right of the plate). `libero-ll convert-tasks` gives their plates this
+# model (docs/interop.md).
+register_category(_plate("small_plate", 0.066, 20, "a small flat plate, 13.6 cm across, with a low rim"))
 
 
 def _ramekin() -> Model:

@@ -1,4 +1,5 @@
-"""`libero-ll convert-tasks`: task files written for LIBERO's models, turned to stand the same way with ours."""
+"""`libero-ll convert-tasks`: task files written for LIBERO's models, turned to stand the same way with ours (and
+with our models of LIBERO's sizes where ours are much larger)."""
 
 from __future__ import annotations
 
@@ -54,33 +55,36 @@ def cmd_convert_tasks(args) -> int:
                               "give another folder")
         if dest.exists() and not args.overwrite:
             raise LiberoError(f"{dest} exists; pass --overwrite to replace the files in --out")
-    failed, turned_files = [], 0
+    failed, turned_files, resized_files = [], 0, 0
     for src, rel in sources:
         dest = out_dir / rel
         try:
-            spec, turned = convert_spec(parse_file(src), to_libero=args.to_libero)
-            # A file with nothing to turn is copied as it is; a turned one is written out whole.
-            text = write_string(spec) if turned else src.read_text(encoding="utf-8")
+            spec, turned, resized = convert_spec(parse_file(src), to_libero=args.to_libero)
+            # A file with nothing to change is copied as it is; a changed one is written out whole.
+            text = write_string(spec) if turned or resized else src.read_text(encoding="utf-8")
         except LiberoError as e:
             # One file that cannot be read does not stop the others; each is named.
             print(about(src, e), file=sys.stderr)
             failed.append(str(src))
             continue
         atomic_write_bytes(dest, text.encode("utf-8"))
-        if not turned:
-            print(f"{dest}: nothing to turn, copied")
+        if not turned and not resized:
+            print(f"{dest}: nothing to change, copied")
             continue
-        turned_files += 1
+        turned_files += bool(turned)
+        resized_files += bool(resized)
         said = "; ".join(
-            f"{t.instance} ({t.category}) turned {t.by_degrees:+.0f} degrees, yaw {_yaws(t.before)} -> {_yaws(t.after)}"
-            for t in turned
+            [f"{t.instance} ({t.category}) turned {t.by_degrees:+.0f} degrees, yaw {_yaws(t.before)} -> {_yaws(t.after)}"
+             for t in turned]
+            + [f"{r.instance} {r.before} -> {r.after}" for r in resized]
         )
         print(f"{dest}: {said}")
     done = len(sources) - len(failed)
     way = "for LIBERO's models" if args.to_libero else "from LIBERO's models to ours"
+    sizes = "LIBERO's categories" if args.to_libero else "our models of LIBERO's sizes"
     if done:
         print(f"{done} task file{'s' if done != 1 else ''} written to {out_dir}, {turned_files} with fixtures turned "
-              f"{way}")
+              f"{way}, {resized_files} with objects given {sizes}")
     if failed:
         named = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
         raise LiberoError(f"{len(failed)} of {len(sources)} task files not converted (above): {named}")

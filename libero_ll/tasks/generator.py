@@ -318,11 +318,11 @@ def load_plan(path: str | Path) -> SuitePlan:
 # ---------------------------------------------------------------------- random tasks
 
 # Categories that are moved around but never picked up and put somewhere by a random task.
-_NOT_CARRIED = ("basket", "wooden_tray", "plate")
+_NOT_CARRIED = ("basket", "wooden_tray", "plate", "small_plate")
 # Too tall to lie in a drawer or stand in a compartment of a random task.
 _TALL = ("wine_bottle", "ketchup", "bbq_sauce", "salad_dressing", "new_salad_dressing", "milk", "orange_juice",
          "chefmate_8_frypan", "moka_pot", "black_book", "yellow_book")
-_FLAT_SUPPORTS = ("plate",)
+_FLAT_SUPPORTS = ("plate", "small_plate")
 _BOWLS = ("akita_black_bowl", "white_bowl")
 _SMALL = ("butter", "cream_cheese", "chocolate_pudding", "alphabet_soup", "tomato_sauce", "cookies")
 _MUGS = ("porcelain_mug", "red_coffee_mug", "white_yellow_mug")

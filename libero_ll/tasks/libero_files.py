@@ -9,10 +9,13 @@ from the robot (validation warns), and our shelf, long where LIBERO's is deep, i
 beside it.
 
 Converting adds each fixture model's `libero_yaw` to the yaws of the region it is placed in (LIBERO's
-default yaw, 0, where the region gives none); the other way subtracts it. Nothing else changes: regions,
-instances, init and goal are written as they were. Movable objects are left as they are: LIBERO
-places them at its own models' rotations whatever the region says, and ours are placed at the yaws the
-file gives.
+default yaw, 0, where the region gives none); the other way subtracts it. It also gives an object of a
+category whose model here is much larger than LIBERO's the model of LIBERO's size (`LIBERO_SIZED`: a plate
+becomes a `small_plate`, 13.6 cm across like LIBERO's, where ours is 20), since LIBERO's layouts are drawn for
+its sizes (a bowl between the plate and a ramekin); the other way gives it back its LIBERO category. Nothing
+else changes: regions, instance names, init and goal are written as they were. Movable objects are not turned:
+LIBERO places them at its own models' rotations whatever the region says, and ours are placed at the yaws
+the file gives.
 """
 
 from __future__ import annotations
@@ -23,6 +26,19 @@ from dataclasses import dataclass
 
 from libero_ll.bddl.spec import TaskSpec
 from libero_ll.errors import LiberoError
+
+
+# LIBERO's category -> ours at LIBERO's size, for the categories whose model here is much larger than LIBERO's.
+LIBERO_SIZED = {"plate": "small_plate"}
+
+
+@dataclass(frozen=True)
+class Resized:
+    """An instance a conversion gave another category's model: `before` and `after` are the categories."""
+
+    instance: str
+    before: str
+    after: str
 
 
 @dataclass(frozen=True)
@@ -57,9 +73,10 @@ def _turn(pair: tuple[float, float], by: float) -> tuple[float, float]:
     return (lo - turns * 2 * math.pi, hi - turns * 2 * math.pi) if turns else (lo, hi)
 
 
-def convert_spec(spec: TaskSpec, to_libero: bool = False) -> tuple[TaskSpec, list[Turned]]:
-    """A copy of `spec` whose fixtures stand with our models as they stood with LIBERO's (or, with
-    `to_libero`, with LIBERO's models as they stand with ours), and what was turned.
+def convert_spec(spec: TaskSpec, to_libero: bool = False) -> tuple[TaskSpec, list[Turned], list[Resized]]:
+    """A copy of `spec` whose fixtures stand with our models as they stood with LIBERO's, and whose objects of
+    `LIBERO_SIZED` categories have our models of LIBERO's sizes (or, with `to_libero`, the other way); what was
+    turned, and what was given another category.
 
     Instances of a category this library has no model of are left as they are (validation names them).
 
@@ -70,6 +87,12 @@ def convert_spec(spec: TaskSpec, to_libero: bool = False) -> tuple[TaskSpec, lis
     from libero_ll.assets.categories import CATEGORIES
 
     out = copy.deepcopy(spec)
+    sized = {v: k for k, v in LIBERO_SIZED.items()} if to_libero else LIBERO_SIZED
+    resized = []
+    for inst, category in out.objects.items():
+        if category in sized:
+            out.objects[inst] = sized[category]
+            resized.append(Resized(inst, category, sized[category]))
     instances = out.instances()
     placed: dict[str, list[str]] = {}
     for p in out.init:
@@ -99,4 +122,4 @@ def convert_spec(spec: TaskSpec, to_libero: bool = False) -> tuple[TaskSpec, lis
         region.yaw_rotation = [_turn(y, by) for y in before]
         after = tuple(region.yaw_rotation)
         turned += [Turned(inst, instances[inst], where, before, after) for inst in sorted(turns)]
-    return out, turned
+    return out, turned, resized

@@ -126,7 +126,8 @@ def test_convert_tasks_keeps_a_folders_layout_names_a_bad_file_and_overwrites_no
     (src / "suite_b").mkdir()
     (src / "suite_a" / "facing.bddl").write_text(libero_files.FACING)
     plain = src / "suite_b" / "put_the_left_bowl_on_the_plate.bddl"
-    plain.write_text(libero_files.PLATE_BETWEEN_BOWLS + "; a comment kept\n")
+    plain.write_text(libero_files.PLATE_BETWEEN_BOWLS.replace("plate_1 - plate", "plate_1 - wooden_tray")
+                     + "; a comment kept\n")
     (src / "suite_b" / "broken.bddl").write_text("(define (problem LIBERO_Kitchen_Tabletop_Manipulation)\n")
     out = tmp_path / "out"
     assert main(["convert-tasks", str(src), "--out", str(out)]) == 2
@@ -134,9 +135,11 @@ def test_convert_tasks_keeps_a_folders_layout_names_a_bad_file_and_overwrites_no
     assert f"{src / 'suite_b' / 'broken.bddl'}:" in captured.err
     assert "1 of 3 task files not converted (above)" in captured.err
     assert (out / "suite_a" / "facing.bddl").is_file() and not (out / "suite_b" / "broken.bddl").exists()
-    # Nothing to turn: the file is copied as it is, comment and all.
+    # Nothing to change: the file is copied as it is, comment and all.
     assert (out / "suite_b" / plain.name).read_text() == plain.read_text()
-    assert f"{out / 'suite_b' / plain.name}: nothing to turn, copied" in captured.out
+    assert f"{out / 'suite_b' / plain.name}: nothing to change, copied" in captured.out
+    assert f"2 task files written to {out}, 1 with fixtures turned from LIBERO's models to ours, 0 with objects " \
+           "given our models of LIBERO's sizes" in captured.out
 
     written = (out / "suite_a" / "facing.bddl").read_text()
     (src / "suite_b" / "broken.bddl").unlink()
@@ -152,6 +155,35 @@ def test_convert_tasks_keeps_a_folders_layout_names_a_bad_file_and_overwrites_no
         assert main(["convert-tasks", str(src), "--out", str(src / "ours"), "--overwrite"]) == 0
     assert sorted(p.relative_to(src / "ours").as_posix() for p in (src / "ours").rglob("*.bddl")) == [
         "suite_a/facing.bddl", "suite_b/put_the_left_bowl_on_the_plate.bddl"]
+
+
+def test_a_plate_converted_gets_our_model_of_libero_plates_size_and_fits_where_libero_put_it(tmp_path, capsys):
+    """LIBERO's layouts are drawn for its plate, 13.6 cm across: beside it ours (20 cm) leaves a bowl next to it no
+    room (the two are pushed apart before the start). Converted, the plate is a `small_plate`, and back a `plate`."""
+    src = tmp_path / "pick_up_the_black_bowl_next_to_the_plate.bddl"
+    src.write_text(libero_files.TIGHT_PLATE)
+    out, back = tmp_path / "ours", tmp_path / "back"
+    assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{out / src.name}: plate_1 plate -> small_plate" in printed
+    assert "0 with fixtures turned from LIBERO's models to ours, 1 with objects given our models of LIBERO's sizes" \
+        in printed
+    before, after = parse_file(src), parse_file(out / src.name)
+    assert after.objects == {**before.objects, "plate_1": "small_plate"}
+    assert after.init == before.init and after.goal == before.goal and after.regions.keys() == before.regions.keys()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env = LiberoEnv(out / src.name, EnvConfig(render=False))
+        try:
+            for seed in (1, 2):
+                env.reset(seed=seed)
+                assert [t for t, holds in env.predicate_values(env.spec.init) if not holds] == []
+        finally:
+            env.close()
+    assert PlacementWarning not in {w.category for w in caught}  # as written, it is (test_resets_hold_init...)
+    assert main(["convert-tasks", str(out / src.name), "--out", str(back), "--to-libero"]) == 0
+    assert "plate_1 small_plate -> plate" in capsys.readouterr().out
+    assert parse_file(back / src.name).objects == before.objects
 
 
 def test_our_own_task_files_turn_no_front_away_from_the_robot():

@@ -9,7 +9,7 @@ import pytest
 
 from libero_ll.bddl.spec import And, Predicate, Region, TaskSpec
 from libero_ll.errors import LiberoError
-from libero_ll.tasks.libero_files import _turn, convert_spec
+from libero_ll.tasks.libero_files import LIBERO_SIZED, Resized, _turn, convert_spec
 
 
 def _spec(fixtures: dict[str, str], regions: dict[str, list[str]], yaws: dict[str, list] | None = None) -> TaskSpec:
@@ -48,7 +48,7 @@ def test_each_fixtures_region_turns_by_its_model_and_back_and_objects_and_tables
          "plate_region": ["plate_1"]},
         {"caddy_region": [(math.pi, math.pi)], "plate_region": [(0.5, 0.5)]},
     )
-    ours, turned = convert_spec(spec)
+    ours, turned, resized = convert_spec(spec)
     yaw = {k: r.yaw_rotation for k, r in ours.regions.items()}
     assert yaw["kitchen_table_cabinet_region"] == [(-math.pi / 2, -math.pi / 2)]
     assert yaw["kitchen_table_stove_region"] == [(math.pi / 2, math.pi / 2)]
@@ -57,9 +57,26 @@ def test_each_fixtures_region_turns_by_its_model_and_back_and_objects_and_tables
     assert [(t.instance, round(t.by_degrees)) for t in turned] == [
         ("white_cabinet_1", -90), ("flat_stove_1", 90), ("desk_caddy_1", 180)]
     assert spec.regions["kitchen_table_cabinet_region"].yaw_rotation == []  # the input is not changed
-    back, _ = convert_spec(ours, to_libero=True)
+    # The plate, drawn for LIBERO's 13.6 cm one, gets our model of that size.
+    assert resized == [Resized("plate_1", "plate", "small_plate")] and ours.objects["plate_1"] == "small_plate"
+    assert spec.objects["plate_1"] == "plate"
+    back, _, resized = convert_spec(ours, to_libero=True)
     for key, region in spec.regions.items():
         assert (back.regions[key].yaw_rotation or [(0.0, 0.0)]) == (region.yaw_rotation or [(0.0, 0.0)])
+    assert resized == [Resized("plate_1", "small_plate", "plate")] and back.objects == spec.objects
+    # Converted twice, a plate is resized once: a small plate is no category of LIBERO's.
+    assert convert_spec(ours)[2] == []
+
+
+def test_each_libero_sized_category_is_a_model_here_of_the_same_kind_and_smaller():
+    from libero_ll.assets.categories import get_model
+
+    for libero, ours in LIBERO_SIZED.items():
+        big, small = get_model(libero), get_model(ours)
+        assert small.kind == big.kind and small.grasp == big.grasp
+        assert max(small.half_size[:2]) < max(big.half_size[:2])
+    # LIBERO's plate, 13.6 cm across (its collision mesh at the scale its model gives).
+    assert 2 * get_model(LIBERO_SIZED["plate"]).half_size[0] == pytest.approx(0.136, abs=0.002)
 
 
 def test_one_region_placing_two_fixtures_that_turn_differently_is_named():
@@ -75,6 +92,6 @@ def test_a_category_without_a_model_here_is_left_as_it_is_and_the_rest_turned():
     spec = _spec({"white_cabinet_1": "white_cabinet", "short_fridge_1": "short_fridge"},
                  {"cabinet_region": ["white_cabinet_1"], "fridge_region": ["short_fridge_1"]})
     spec.objects["bag_of_yeast_1"] = "bag_of_yeast"
-    ours, turned = convert_spec(spec)
+    ours, turned, _ = convert_spec(spec)
     assert [t.instance for t in turned] == ["white_cabinet_1"]
     assert ours.regions["kitchen_table_fridge_region"].yaw_rotation == []
