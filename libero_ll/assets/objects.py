@@ -191,7 +191,8 @@ register_category(
 register_category(_bowl("white_bowl", _WHITE_GLAZE, (0.97, 0.97, 0.95, 1.0), "a white bowl, 12.5 cm across"))
 
 def _plate(category: str, radius: float, rim_boxes: int, description: str) -> Model:
-    """A flat plate `radius` across its floor, with a low rim of `rim_boxes` wall boxes (`radius` - 2 mm out)."""
+    """A flat plate whose floor is a disc of `radius`, with a low rim of `rim_boxes` wall boxes standing on a circle
+    2 mm inside the floor's edge."""
     return _model(
         category,
         [_cyl(radius, 0.0, 0.008, (0.95, 0.93, 0.86, 1.0))]

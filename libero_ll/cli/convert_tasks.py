@@ -94,8 +94,8 @@ def cmd_convert_tasks(args) -> int:
 def register(sub) -> None:
     s = sub.add_parser(
         "convert-tasks",
-        help="turn the fixtures of task files written for LIBERO's models to stand the same way with ours "
-        "(or back, --to-libero)",
+        help="turn the fixtures of task files written for LIBERO's models to stand the same way with ours, and give "
+        "their plates our plate of LIBERO's size (or back, --to-libero)",
     )
     s.add_argument("files", nargs="+", help=".bddl task files, or folders of them (searched below)")
     s.add_argument("--out", required=True, help="folder for the converted files (a folder given keeps its layout)")
