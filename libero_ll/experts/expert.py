@@ -940,12 +940,13 @@ class ScriptedExpert:
         target, ranges = g.range_regions[step.goal.args[1]]
         origin, rot = g.surface_frame(target)
         others = list(footprints(self.env, {step.obj, target}, origin[2] + 0.002).values())
-        if not others or footprint_gap(xy, yaw, model, others) >= RANGE_ROOM:
+        gap = footprint_gap(xy, yaw, model, others)
+        if gap >= RANGE_ROOM:
             return xy
         local = (rot.T @ np.array([xy[0] - origin[0], xy[1] - origin[1], 0.0]))[:2]
         x0, y0, x1, y1 = min(ranges, key=lambda r: math.hypot(local[0] - (r[0] + r[2]) / 2, local[1] - (r[1] + r[3]) / 2))
         m = min(RANGE_EDGE, (x1 - x0) / 2, (y1 - y0) / 2)
-        best, best_key = xy, (min(footprint_gap(xy, yaw, model, others), RANGE_ROOM_CAP), 0.0)
+        best, best_key = xy, (min(gap, RANGE_ROOM_CAP), 0.0)
         for u in np.linspace(x0 + m, x1 - m, 11):
             for v in np.linspace(y0 + m, y1 - m, 11):
                 p = (origin + rot @ np.array([u, v, 0.0]))[:2]
@@ -1106,22 +1107,28 @@ def clearance(point: np.ndarray, obstacles: list, rounded: bool = False) -> floa
     With `rounded`, a footprint marked round (see `skills.footprints`) is its inscribed circle; one
     without the mark (five numbers) is a box.
     """
-    best = 1.0
+    return float(clearances(np.asarray(point, dtype=float)[None, :2], obstacles, rounded)[0])
+
+
+def clearances(points: np.ndarray, obstacles: list, rounded: bool = False) -> np.ndarray:
+    """`clearance` of each of `points` (an (n, 2) array): the distance to the nearest footprint, at most 1."""
+    best = np.ones(len(points))
     for centre, yaw, hx, hy, *rest in obstacles:
-        d = point - centre
+        d = points - np.asarray(centre, dtype=float)[:2]
         if rounded and len(rest) > 1 and rest[1]:
-            best = min(best, max(float(np.hypot(*d)) - hx, 0.0))
+            best = np.minimum(best, np.maximum(np.hypot(d[:, 0], d[:, 1]) - hx, 0.0))
             continue
         c, s = math.cos(yaw), math.sin(yaw)
-        local = np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1]])
-        gap = np.maximum(np.abs(local) - [hx, hy], 0.0)
-        best = min(best, float(np.hypot(*gap)))
+        gap_x = np.maximum(np.abs(c * d[:, 0] + s * d[:, 1]) - hx, 0.0)
+        gap_y = np.maximum(np.abs(-s * d[:, 0] + c * d[:, 1]) - hy, 0.0)
+        best = np.minimum(best, np.hypot(gap_x, gap_y))
     return best
 
 
 def footprint_gap(xy: np.ndarray, yaw: float, model, others: list) -> float:
-    """The smallest horizontal gap (metres, 0 where they overlap) between an object's footprint, standing at `xy`
-    turned by `yaw` (its inscribed circle if round, else its box), and footprints as `clearance` takes them."""
+    """The smallest horizontal gap (metres, 0 where they overlap; 1 with nothing there) between an object's footprint,
+    standing at `xy` turned by `yaw` (its inscribed circle if round, else its box), and `others`' footprints, round
+    ones as circles (`clearances`)."""
     hx, hy = float(model.half_size[0]), float(model.half_size[1])
     u, v = np.meshgrid(np.linspace(-1.0, 1.0, 9), np.linspace(-1.0, 1.0, 9))
     local = np.stack([u.ravel() * hx, v.ravel() * hy], axis=1)
@@ -1129,17 +1136,7 @@ def footprint_gap(xy: np.ndarray, yaw: float, model, others: list) -> float:
         local = local[np.hypot(u.ravel(), v.ravel()) <= 1.0 + 1e-9]
     c, s = math.cos(yaw), math.sin(yaw)
     pts = np.asarray(xy, dtype=float)[:2] + local @ np.array([[c, s], [-s, c]])
-    best = 1.0
-    for centre, oyaw, ohx, ohy, *rest in others:
-        d = pts - np.asarray(centre, dtype=float)[:2]
-        if len(rest) > 1 and rest[1]:
-            gap = np.maximum(np.hypot(d[:, 0], d[:, 1]) - ohx, 0.0)
-        else:
-            oc, os_ = math.cos(oyaw), math.sin(oyaw)
-            lx, ly = oc * d[:, 0] + os_ * d[:, 1], -os_ * d[:, 0] + oc * d[:, 1]
-            gap = np.hypot(np.maximum(np.abs(lx) - ohx, 0.0), np.maximum(np.abs(ly) - ohy, 0.0))
-        best = min(best, float(gap.min()))
-    return best
+    return float(clearances(pts, others, rounded=True).min())
 
 
 def fit_turn(yaw: float, model, region, margin: float = 0.012) -> float:
