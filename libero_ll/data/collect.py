@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from libero_ll.data.hdf5 import Demo, DemoWriter, new_record, read_info, record_step
-from libero_ll.envs.env import EnvConfig, LiberoEnv, load_task
+from libero_ll.envs.env import EnvConfig, LiberoEnv, load_task, say_task_warnings
 from libero_ll.errors import LiberoError, SceneError
 from libero_ll.experts.expert import EXPERT_VERSION, ScriptedExpert
 from libero_ll.processes import WarningsOnce, not_in_a_worker_starting, pass_warnings, spawn_context
@@ -574,6 +574,7 @@ def collect(
     runs: list[_TaskRun | CollectStats] = []
     made: list[Path] = []  # folders this call creates (partial folders and the folders above them)
     locks: list[tuple[int, Path]] = []  # the partial folders this call holds: two collections of a task cannot mix
+    say_task_warnings(t for t, _ in tasks)
     try:
         for task_file, out_path in tasks:
             task_file = Path(task_file)

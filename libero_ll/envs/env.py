@@ -84,6 +84,36 @@ def load_task(path_or_spec) -> TaskSpec:
     return spec
 
 
+def say_task_warnings(task_files) -> None:
+    """Say the warnings of several task files (a suite's) before their work begins: a warning that several of
+    them share word for word (LIBERO's files of one suite share their scene) is said once, at its first file,
+    with how many more files it is in, instead of once for each. Files that do not parse or validate are passed
+    over here; `load_task` raises their problems where each is loaded. `load_task` then says none of these
+    again."""
+    from pathlib import Path
+
+    groups: dict[str, list[BddlError]] = {}
+    for f in task_files:
+        try:
+            spec = parse_file(str(f))
+        except (BddlError, OSError):
+            continue
+        _, notes = validate_with_warnings(spec, affordances(), category_facts())
+        for note in notes:
+            if str(note) not in _SAID:
+                groups.setdefault(note.message, []).append(note)
+    for notes in groups.values():
+        first = notes[0]
+        others = list(dict.fromkeys(n.path for n in notes if n.path != first.path))
+        text = str(first)
+        if others:
+            names = [Path(p).name for p in others]
+            listed = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            text += f" (the same in {len(others)} more file{'s' * (len(others) > 1)}: {listed})"
+        warnings.warn(text, BddlWarning, stacklevel=2)
+        _SAID.update(map(str, notes))
+
+
 class LiberoEnv:
     """One task's simulation: reset (sampled or from a stored state), step, observe, check the goal.
 

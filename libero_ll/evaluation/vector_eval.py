@@ -39,7 +39,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from libero_ll.bddl.validate import BddlWarning
-from libero_ll.envs.env import load_task
+from libero_ll.envs.env import load_task, say_task_warnings
 from libero_ll.errors import LiberoError
 from libero_ll.evaluation.rollout import (
     Rollout,
@@ -263,6 +263,7 @@ class ParallelEvaluator:
         self._num_tasks = len(files)
         # A task file's warnings are said here, once (the workers do not repeat them); a broken file stops the
         # evaluation before any worker starts.
+        say_task_warnings(files)
         for f in files:
             load_task(f)
         for _ in range(workers):

@@ -208,7 +208,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
     """`run_lifelong`; `hold(folder)` takes the run directory's lock (or does nothing) until the call ends."""
     from omegaconf import OmegaConf
 
-    from libero_ll.envs.env import load_task
+    from libero_ll.envs.env import load_task, say_task_warnings
     from libero_ll.envs.pool import EnvPool
     from libero_ll.evaluation.success import SuccessTensor
     from libero_ll.experiments.config import learner_options, policy_config
@@ -260,6 +260,7 @@ def _run_lifelong(cfg, log, resume, envs, timings, run_dir, max_stages, hold) ->
     log = run_log = RunLog(log)
     try:
         # 1. language and policy (a pretrained architecture mismatch fails here, before any long work)
+        say_task_warnings(tasks)
         embs = encode_instructions([load_task(t).language for t in tasks], str(cfg.language_encoder))
         release_models()
         policy_cfg = policy_config(cfg)

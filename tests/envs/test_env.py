@@ -319,3 +319,37 @@ def test_closing_an_environment_frees_its_simulator_without_a_full_garbage_colle
     del env
     gc.collect()
     assert sim() is None  # the simulator itself goes, at the latest with the next collection
+
+
+def test_a_warning_shared_by_a_suites_files_is_said_once_with_how_many_more_files(tmp_path, bowl_task):
+    import warnings
+
+    from libero_ll.bddl.validate import BddlWarning
+    from libero_ll.envs.env import load_task, say_task_warnings
+
+    # Four files with the same stray region (word for word the same warning), one with a warning of its own.
+    stray = "    (stray_region\n      (:target ghost_1)\n      (:ranges ((0 0 0.01 0.01)))\n    )\n"
+    text = bowl_task.read_text().replace("  (:regions\n", "  (:regions\n" + stray, 1)
+    files = []
+    for i in range(4):
+        files.append(tmp_path / f"shared_{i}.bddl")
+        files[-1].write_text(text)
+    files.append(tmp_path / "own.bddl")
+    files[-1].write_text(text.replace("ghost_1", "spectre_1"))
+    files.append(tmp_path / "broken.bddl")
+    files[-1].write_text("(define (problem")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        say_task_warnings(files)
+        for f in files[:-1]:
+            load_task(f)  # says nothing more
+    said = [str(w.message) for w in caught if issubclass(w.category, BddlWarning)]
+    assert len(said) == 2, said
+    assert said[0].startswith(f"{files[0]}:") and "ghost_1" in said[0]
+    assert said[0].endswith(
+        "(the same in 3 more files: shared_1.bddl, shared_2.bddl, shared_3.bddl)"
+    ), said[0]
+    assert said[1].startswith(f"{files[4]}:") and "spectre_1" in said[1] and "the same in" not in said[1]
+    # The broken file's problem is raised where it is loaded, as before.
+    with pytest.raises(LiberoError, match="broken.bddl"):
+        load_task(files[-1])
