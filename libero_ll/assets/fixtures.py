@@ -24,24 +24,26 @@ def _box(half, pos, rgba, collide=True, name="") -> Geom:
     return Geom("box", tuple(half), tuple(pos), rgba=rgba, collide=collide, name=name)
 
 
-def _bar_handle(x_front: float, y: float, z: float, half_length: float, rgba) -> list[Geom]:
-    """A horizontal bar handle standing off a front face at x = x_front: the bar and its two posts.
-
-    The bar runs along y, HANDLE_STANDOFF in front of the face; a finger hooks into the gap
-    behind it from above, between the posts, and pulls.
-    """
-    bar_x = x_front + HANDLE_STANDOFF
-    bar = Geom("capsule", (HANDLE_RADIUS, half_length), (bar_x, y, z), axis="y", rgba=rgba)
-    posts = [
-        _box((HANDLE_STANDOFF / 2, 0.005, 0.005), (x_front + HANDLE_STANDOFF / 2, y + s * (half_length - 0.005), z), rgba)
-        for s in (-1, 1)
-    ]
-    return [bar, *posts]
-
-
 # Handles stand this far in front of their drawer or door, metres.
 HANDLE_STANDOFF = 0.055
 HANDLE_RADIUS = 0.006
+
+
+def _bar_handle(
+    x_front: float, y: float, z: float, half_length: float, rgba, standoff: float = HANDLE_STANDOFF
+) -> list[Geom]:
+    """A horizontal bar handle standing off a front face at x = x_front: the bar and its two posts.
+
+    The bar runs along y, `standoff` in front of the face; a finger hooks into the gap behind it
+    from above, between the posts, and pulls.
+    """
+    bar_x = x_front + standoff
+    bar = Geom("capsule", (HANDLE_RADIUS, half_length), (bar_x, y, z), axis="y", rgba=rgba)
+    posts = [
+        _box((standoff / 2, 0.005, 0.005), (x_front + standoff / 2, y + s * (half_length - 0.005), z), rgba)
+        for s in (-1, 1)
+    ]
+    return [bar, *posts]
 
 
 # ---------------------------------------------------------------- cabinets with three drawers
@@ -52,14 +54,27 @@ CABINET_PLINTH = 0.05
 DRAWER_TRAVEL = 0.20
 
 
-def _cabinet(category: str, body_rgba, front_rgba, handle_rgba, description: str) -> Model:
-    hx, hy, hz = CABINET_HALF
-    t = CABINET_WALL
-    z0 = -hz + CABINET_PLINTH  # underside of the carcass; a recessed plinth stands below it
+def _cabinet(
+    category: str,
+    body_rgba,
+    front_rgba,
+    handle_rgba,
+    description: str,
+    half: tuple[float, float, float] = CABINET_HALF,
+    wall: float = CABINET_WALL,
+    plinth: float = CABINET_PLINTH,
+    travel: float = DRAWER_TRAVEL,
+    standoff: float = HANDLE_STANDOFF,
+) -> Model:
+    """A cabinet of three drawers, `half` its half size (depth, width, height), its walls `wall` thick on a plinth
+    `plinth` high; its drawers slide out up to `travel`, their bar handles stand `standoff` off their fronts."""
+    hx, hy, hz = half
+    t = wall
+    z0 = -hz + plinth  # underside of the carcass; a recessed plinth stands below it
     slot = (hz - z0 - 4 * t) / 3  # height of each drawer opening
     zc = (hz + z0) / 2
     geoms = [
-        _box((hx - 0.02, hy - 0.02, CABINET_PLINTH / 2), (-0.02, 0, -hz + CABINET_PLINTH / 2), (0.15, 0.12, 0.1, 1.0)),
+        _box((hx - 0.02, hy - 0.02, plinth / 2), (-0.02, 0, -hz + plinth / 2), (0.15, 0.12, 0.1, 1.0)),
         _box((t / 2, hy, (hz - z0) / 2), (-hx + t / 2, 0, zc), body_rgba),  # back
         _box((hx, t / 2, (hz - z0) / 2), (0, -hy + t / 2, zc), body_rgba),  # sides
         _box((hx, t / 2, (hz - z0) / 2), (0, hy - t / 2, zc), body_rgba),
@@ -84,7 +99,7 @@ def _cabinet(category: str, body_rgba, front_rgba, handle_rgba, description: str
             _box((dx, 0.004, wall_h / 2), (xc, -wy + 0.006, floor_z + wall_h / 2), front_rgba),
             _box((dx, 0.004, wall_h / 2), (xc, wy - 0.006, floor_z + wall_h / 2), front_rgba),
             _box((0.004, wy, wall_h / 2), (x_back + 0.004, 0, floor_z + wall_h / 2), front_rgba),
-            *_bar_handle(hx, 0.0, 0.0, 0.06, handle_rgba),
+            *_bar_handle(hx, 0.0, 0.0, 0.06, handle_rgba, standoff),
         ]
         inner_h = slot - 0.016
         region = Region(
@@ -97,17 +112,17 @@ def _cabinet(category: str, body_rgba, front_rgba, handle_rgba, description: str
             Part(
                 f"{name}_drawer",
                 (0.0, 0.0, z),
-                Joint("drawer", (1.0, 0.0, 0.0), (0.0, DRAWER_TRAVEL), damping=8.0, frictionloss=1.0),
+                Joint("drawer", (1.0, 0.0, 0.0), (0.0, travel), damping=8.0, frictionloss=1.0),
                 tuple(dgeoms),
                 regions=(region,),
-                handle=(hx + HANDLE_STANDOFF, 0.0, 0.0),
+                handle=(hx + standoff, 0.0, 0.0),
             )
         )
     regions_top.append(Region("top_side", (0.0, 0.0, hz + 0.005), (hx - 0.01, hy - 0.01, 0.005), relations=("on",)))
     return Model(
         category,
         "fixture",
-        CABINET_HALF,
+        half,
         tuple(geoms),
         density=600.0,
         regions=tuple(regions_top),
@@ -120,24 +135,24 @@ def _cabinet(category: str, body_rgba, front_rgba, handle_rgba, description: str
     )
 
 
-register_category(
-    _cabinet(
-        "wooden_cabinet",
-        (0.55, 0.38, 0.22, 1.0),
-        (0.62, 0.44, 0.27, 1.0),
-        (0.2, 0.2, 0.2, 1.0),
-        "a small wooden cabinet with three drawers, 34 cm tall",
+# Body, drawer fronts and handles of the two looks.
+_CABINET_LOOKS = {
+    "wooden": ((0.55, 0.38, 0.22, 1.0), (0.62, 0.44, 0.27, 1.0), (0.2, 0.2, 0.2, 1.0)),
+    "white": ((0.92, 0.92, 0.9, 1.0), (0.96, 0.96, 0.94, 1.0), GREY_METAL),
+}
+# LIBERO's cabinets (both of one model) are 19 cm deep, 24 cm wide and 22 cm tall, with drawers 6 cm tall that
+# slide out 16 cm and handles close to their fronts: the size that the layouts of LIBERO's task files are drawn
+# for (a bowl beside a cabinet whose drawer opens over the table; a hand closing the bottom drawer under the top
+# one). `libero-ll convert-tasks` gives their cabinets the `small_` models (docs/interop.md).
+SMALL_CABINET = dict(half=(0.095, 0.12, 0.111), wall=0.008, plinth=0.01, travel=0.16, standoff=0.035)
+for _look, (_body, _front, _handle) in _CABINET_LOOKS.items():
+    register_category(
+        _cabinet(f"{_look}_cabinet", _body, _front, _handle, f"a small {_look} cabinet with three drawers, 34 cm tall")
     )
-)
-register_category(
-    _cabinet(
-        "white_cabinet",
-        (0.92, 0.92, 0.9, 1.0),
-        (0.96, 0.96, 0.94, 1.0),
-        GREY_METAL,
-        "a small white cabinet with three drawers, 34 cm tall",
+    register_category(
+        _cabinet(f"small_{_look}_cabinet", _body, _front, _handle, f"a {_look} cabinet with three drawers, 22 cm tall",
+                 **SMALL_CABINET)
     )
-)
 
 
 # ---------------------------------------------------------------- microwave with a swinging door

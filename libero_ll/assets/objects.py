@@ -168,8 +168,9 @@ def _contain_region(inner_x: float, inner_y: float, floor_top: float, height: fl
 # ---------------------------------------------------------------- bowls, plates, ramekin
 
 
-def _bowl(category: str, rgba, inside_rgba, description: str) -> Model:
-    radius, wall, height, base = 0.058, 0.008, 0.045, 0.008
+def _bowl(category: str, rgba, inside_rgba, description: str, radius: float = 0.058, height: float = 0.045) -> Model:
+    """A bowl whose wall (8 mm thick, `height` tall) stands on a circle of `radius`."""
+    wall, base = 0.008, 0.008
     geoms = [_cyl(radius - wall / 2, 0.0, base, rgba)]
     geoms += _walls(radius, _FOOT_GAP, height, wall, 16, rgba)
     # The glazed inside, seen from above.
@@ -189,6 +190,16 @@ register_category(
     _bowl("akita_black_bowl", _BLACK_GLAZE, (0.13, 0.12, 0.12, 1.0), "a black ceramic bowl, 12.5 cm across")
 )
 register_category(_bowl("white_bowl", _WHITE_GLAZE, (0.97, 0.97, 0.95, 1.0), "a white bowl, 12.5 cm across"))
+# LIBERO's bowls are 10.7 cm across and 5.1 cm tall: the size its cabinets' drawers (15 cm deep inside) are drawn
+# for. `libero-ll convert-tasks` gives their bowls these models (docs/interop.md).
+_SMALL_BOWL = dict(radius=0.0495, height=0.051)
+register_category(
+    _bowl("small_akita_black_bowl", _BLACK_GLAZE, (0.13, 0.12, 0.12, 1.0), "a small black ceramic bowl, 10.7 cm across",
+          **_SMALL_BOWL)
+)
+register_category(
+    _bowl("small_white_bowl", _WHITE_GLAZE, (0.97, 0.97, 0.95, 1.0), "a small white bowl, 10.7 cm across", **_SMALL_BOWL)
+)
 
 def _plate(category: str, radius: float, rim_boxes: int, description: str) -> Model:
     """A flat plate whose floor is a disc of `radius`, with a low rim of `rim_boxes` wall boxes standing on a circle

@@ -84,7 +84,7 @@ def cmd_convert_tasks(args) -> int:
     sizes = "LIBERO's categories" if args.to_libero else "our models of LIBERO's sizes"
     if done:
         print(f"{done} task file{'s' if done != 1 else ''} written to {out_dir}, {turned_files} with fixtures turned "
-              f"{way}, {resized_files} with objects given {sizes}")
+              f"{way}, {resized_files} with objects or fixtures given {sizes}")
     if failed:
         named = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
         raise LiberoError(f"{len(failed)} of {len(sources)} task files not converted (above): {named}")
@@ -95,7 +95,7 @@ def register(sub) -> None:
     s = sub.add_parser(
         "convert-tasks",
         help="turn the fixtures of task files written for LIBERO's models to stand the same way with ours, and give "
-        "their plates our plate of LIBERO's size (or back, --to-libero)",
+        "their plates, bowls and cabinets our models of LIBERO's sizes (or back, --to-libero)",
     )
     s.add_argument("files", nargs="+", help=".bddl task files, or folders of them (searched below)")
     s.add_argument("--out", required=True, help="folder for the converted files (a folder given keeps its layout)")

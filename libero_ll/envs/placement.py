@@ -253,10 +253,13 @@ def joint_target(p, instances: dict[str, str]) -> tuple[str, str, str]:
     return inst, part.name, part.joint.kind
 
 
-def preset_value(name: str, kind: str) -> float:
-    """The joint value an init predicate sets: open/on well past its threshold, closed/off at 0."""
+def preset_value(name: str, kind: str, upper: float | None = None) -> float:
+    """The joint value an init predicate sets: open/on well past its threshold, closed/off at 0. A drawer that
+    slides out less than `DRAWER_INIT_OPEN` (its joint's `upper` limit) is set 1 cm short of its stop."""
     if name in ("close", "turnoff"):
         return 0.0
+    if kind == "drawer" and upper is not None:
+        return min(th.DRAWER_INIT_OPEN, upper - 0.01)
     return {"drawer": th.DRAWER_INIT_OPEN, "door": th.DOOR_INIT_OPEN, "knob": th.KNOB_INIT_ON}[kind]
 
 
@@ -311,7 +314,8 @@ def sample_placements(spec: TaskSpec, arena: Arena, rng: np.random.Generator,
     for p in spec.init:
         if p.name in JOINT_PREDICATES:
             inst, part, kind = joint_target(p, instances)
-            layout.joints[(inst, part)] = preset_value(p.name, kind)
+            upper = get_model(instances[inst]).part(part).joint.range[1]
+            layout.joints[(inst, part)] = preset_value(p.name, kind, upper)
         elif p.name in ("on", "in"):
             pending.append(p)
         else:

@@ -288,13 +288,15 @@ def _push_inside(env, contact: np.ndarray, out: np.ndarray, path, top: float, st
 
 
 def drawer(env, inst: str, part: str, opening: bool, rng) -> list:
-    """Pull a drawer open (to DRAWER_PULL_TO) by its handle, or push it shut."""
+    """Pull a drawer open (to DRAWER_PULL_TO, or 5 mm short of the stop of one that slides out less) by its
+    handle, or push it shut."""
     handle, _ = _site(env, f"{inst}_{part}_handle")
     _, rot = _body(env, f"{inst}_{part}")
-    out = rot @ np.array(get_model(env.spec.instances()[inst]).part(part).joint.axis)  # out of the cabinet
+    joint = get_model(env.spec.instances()[inst]).part(part).joint
+    out = rot @ np.array(joint.axis)  # out of the cabinet
     q = env.geometry.joint_value(inst, part)
     handle = handle + np.cross([0, 0, 1.0], out) * rng.uniform(-0.02, 0.02)
-    travel = (DRAWER_PULL_TO if opening else DRAWER_PUSH_TO) - q
+    travel = (min(DRAWER_PULL_TO, joint.range[1] - 0.005) if opening else DRAWER_PUSH_TO) - q
     path = lambda k, n: (out * travel * k / n, np.eye(3))  # noqa: E731
     if opening:
         return _work_handle(env, handle, out, path, pulling=True)

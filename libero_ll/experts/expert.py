@@ -90,7 +90,11 @@ from libero_ll.experts.skills import (
 # drawn beside something for a smaller model of it (LIBERO-Long's "to the right of the plate", drawn for a plate 14 cm
 # across, ours being 20) put the pudding on the plate's rim. Where the range's middle has room, as in the shipped
 # tasks, the object goes there as before.
-EXPERT_VERSION = "scripted-expert 0.24"
+# 0.25 picks a thing held by its wall (a bowl) out of a container whose walls leave the open outer finger no room
+# beside it (a bowl in the drawer of LIBERO's 22 cm cabinet, 15 cm deep inside) with the hand further in
+# (`room_inside`, FINGER_REACH): the outer finger had come down on the drawer's wall and the fingers closed above
+# the rim. A drawer that slides out less than DRAWER_PULL_TO is pulled to 5 mm short of its stop (`articulation.drawer`).
+EXPERT_VERSION = "scripted-expert 0.25"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.
@@ -502,6 +506,9 @@ class ScriptedExpert:
         # What the open outer finger could come down on: not a container the object stands in (a drawer
         # around a bowl), whose floor lies below the fingers.
         beside = [o for o in obstacles if clearance(pos[:2], [o]) > 0.0]
+        # The walls of a container the object stands in whose top reaches the fingers (a bowl in an open drawer):
+        # the outer finger must come down inside them.
+        around_it = [o for o in obstacles if clearance(pos[:2], [o]) == 0.0 and o[4] >= grasp_z]
         # What the hand's housing could come down on: anything beside the object whose top reaches the housing's
         # bottom (HAND_BOTTOM_ABOVE_GRIP above the fingers), anywhere under the housing (HAND_HALF_LENGTH along
         # the closing direction either side of the pinch). Pinched where it came down on the side wall of an open
@@ -541,6 +548,8 @@ class ScriptedExpert:
             # The open outer finger comes down beside the wall: on anything under it (a tray's wall
             # beside a bowl), the hand stops short of the grasp and the fingers close on nothing.
             finger_room = clearance(point + outward * FINGER_OUT, beside, rounded=True) - FINGER_RADIUS
+            if around_it:
+                finger_room = min(finger_room, room_inside(point, outward, around_it) - FINGER_REACH)
             if finger_room < 0.0:
                 score = finger_room
             housed = hand_clearance(point, yaw + across, around) > 0.0
@@ -570,6 +579,15 @@ class ScriptedExpert:
         _, off, across, _ = best
         jitter = self.rng.uniform(-0.004, 0.004, size=2)
         grasp = np.array([pos[0] + off[0] + jitter[0], pos[1] + off[1] + jitter[1], grasp_z])
+        if around_it and float(np.linalg.norm(off)) >= WALL_GRASP:
+            # In a container too tight for the open outer finger beside the wall (a bowl in LIBERO's 22 cm
+            # cabinet's drawer, 15 cm deep inside), the hand comes down that much further in, the inner finger
+            # inside the object; closing, the outer finger pushes the wall in until both pads hold it.
+            radial = np.array([math.cos(yaw + across), math.sin(yaw + across)])
+            outward = radial * np.sign(radial @ off)
+            short = FINGER_REACH - room_inside(grasp[:2], outward, around_it)
+            if short > 0.0:
+                grasp[:2] -= outward * min(short, FINGER_SHIFT_MAX)
         close_dir = nearest_equivalent_yaw(yaw + across, *hand_and_wrist(env))
         if not far and layer is None:
             # Reckoned from the joint as it stands, which the arm settling can undo (see `settled_wrist`).
@@ -1046,6 +1064,8 @@ class ScriptedExpert:
 ROUND_RIMS = {
     "akita_black_bowl": (16, False),
     "white_bowl": (16, False),
+    "small_akita_black_bowl": (16, False),
+    "small_white_bowl": (16, False),
     "glazed_rim_porcelain_ramekin": (12, False),
     "porcelain_mug": (12, True),
     "red_coffee_mug": (12, True),
@@ -1064,6 +1084,12 @@ HOUSING_OVERLAP_PENALTY = 0.01
 # a disc of FINGER_RADIUS about it holds its footprint (2.1 x 2.7 cm) with a few millimetres to spare.
 FINGER_OUT = 0.051
 FINGER_RADIUS = 0.02
+# Inside a container, the open outer finger needs this much room (metres) beyond the pinch point along the closing
+# direction, to the container's region (`room_inside`): the finger's far edge is 6.2 cm from the hand's centre, and
+# a drawer's walls stand 6 to 10 mm outside its region. A hand with less room comes down up to FINGER_SHIFT_MAX
+# further in.
+FINGER_REACH = 0.056
+FINGER_SHIFT_MAX = 0.03
 
 
 def turn_hand_out(turn: float, offset: np.ndarray, out: np.ndarray, by: float = DRAWER_HAND_TURN) -> float:
@@ -1108,6 +1134,22 @@ def clearance(point: np.ndarray, obstacles: list, rounded: bool = False) -> floa
     without the mark (five numbers) is a box.
     """
     return float(clearances(np.asarray(point, dtype=float)[None, :2], obstacles, rounded)[0])
+
+
+def room_inside(point: np.ndarray, direction: np.ndarray, containers: list) -> float:
+    """How far (metres) from `point` along the horizontal unit `direction` the nearest of `containers`' footprints
+    (as `clearance` has them, `point` inside each) ends, less the DRAWER_WALL their walls are counted with: the room
+    up to their walls' inner faces."""
+    best = 1.0
+    for centre, yaw, hx, hy, *_ in containers:
+        c, s = math.cos(yaw), math.sin(yaw)
+        d = np.asarray(point, dtype=float)[:2] - np.asarray(centre, dtype=float)[:2]
+        local = (c * d[0] + s * d[1], -s * d[0] + c * d[1])
+        way = (c * direction[0] + s * direction[1], -s * direction[0] + c * direction[1])
+        for p, u, h in ((local[0], way[0], hx), (local[1], way[1], hy)):
+            if abs(u) > 1e-9:
+                best = min(best, ((h if u > 0 else -h) - p) / u)
+    return best - DRAWER_WALL
 
 
 def clearances(points: np.ndarray, obstacles: list, rounded: bool = False) -> np.ndarray:

@@ -31,6 +31,8 @@ FIXTURE_SURFACE = {
     "wine_rack": "top_region",
     "wooden_cabinet": "top_side",
     "white_cabinet": "top_side",
+    "small_wooden_cabinet": "top_side",
+    "small_white_cabinet": "top_side",
     "wooden_two_layer_shelf": "top_side",
     "microwave": "top_side",
 }

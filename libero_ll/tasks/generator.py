@@ -323,7 +323,8 @@ _NOT_CARRIED = ("basket", "wooden_tray", "plate", "small_plate")
 _TALL = ("wine_bottle", "ketchup", "bbq_sauce", "salad_dressing", "new_salad_dressing", "milk", "orange_juice",
          "chefmate_8_frypan", "moka_pot", "black_book", "yellow_book")
 _FLAT_SUPPORTS = ("plate", "small_plate")
-_BOWLS = ("akita_black_bowl", "white_bowl")
+_BOWLS = ("akita_black_bowl", "white_bowl", "small_akita_black_bowl", "small_white_bowl")
+_CABINETS = ("wooden_cabinet", "white_cabinet", "small_wooden_cabinet", "small_white_cabinet")
 _SMALL = ("butter", "cream_cheese", "chocolate_pudding", "alphabet_soup", "tomato_sauce", "cookies")
 _MUGS = ("porcelain_mug", "red_coffee_mug", "white_yellow_mug")
 
@@ -355,7 +356,7 @@ def _candidates(scene: SceneTemplate, behaviours, categories) -> list[list[tuple
                 out.append([("put_on", {"object": o, "target": f})])
                 if scene.joints.get(f) != "on":
                     out.append([("turn_on", f), ("put_on", {"object": o, "target": f})])
-            if fc in ("wooden_cabinet", "white_cabinet") and c not in _TALL:
+            if fc in _CABINETS and c not in _TALL:
                 out.append([("put_on", {"object": o, "target": f})])
                 for d in ("top", "middle", "bottom"):
                     region = f"{f}_{d}_region"

@@ -9,13 +9,14 @@ from the robot (validation warns), and our shelf, long where LIBERO's is deep, i
 beside it.
 
 Converting adds each fixture model's `libero_yaw` to the yaws of the region it is placed in (LIBERO's
-default yaw, 0, where the region gives none); the other way subtracts it. It also gives an object of a
-category whose model here is much larger than LIBERO's the model of LIBERO's size (`LIBERO_SIZED`: a plate
-becomes a `small_plate`, 13.6 cm across like LIBERO's, where ours is 20), since LIBERO's layouts are drawn for
-its sizes (a bowl between the plate and a ramekin); the other way gives it back its LIBERO category. Nothing
-else changes: regions, instance names, init and goal are written as they were. Movable objects are not turned:
-LIBERO places them at its own models' rotations whatever the region says, and ours are placed at the yaws
-the file gives.
+default yaw, 0, where the region gives none); the other way subtracts it. It also gives an object or fixture of
+a category whose model here is much larger than LIBERO's the model of LIBERO's size (`LIBERO_SIZED`: a plate
+becomes a `small_plate`, 13.6 cm across like LIBERO's, where ours is 20; a bowl a small bowl, 10.7 cm; a cabinet
+a small cabinet, 22 cm tall, where ours is 38), since LIBERO's layouts are drawn for its sizes (a bowl between the
+plate and a ramekin, a drawer that opens over the table beside a bowl); the other way gives it back its LIBERO
+category. Nothing else changes: regions, instance names, init and goal are written as they were. Movable objects
+are not turned: LIBERO places them at its own models' rotations whatever the region says, and ours are placed at
+the yaws the file gives.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ from libero_ll.errors import LiberoError
 
 
 # LIBERO's category -> ours at LIBERO's size, for the categories whose model here is much larger than LIBERO's.
-LIBERO_SIZED = {"plate": "small_plate"}
+LIBERO_SIZED = {
+    "plate": "small_plate",
+    "akita_black_bowl": "small_akita_black_bowl",
+    "white_bowl": "small_white_bowl",
+    "wooden_cabinet": "small_wooden_cabinet",
+    "white_cabinet": "small_white_cabinet",
+}
 
 
 @dataclass(frozen=True)
@@ -89,10 +96,11 @@ def convert_spec(spec: TaskSpec, to_libero: bool = False) -> tuple[TaskSpec, lis
     out = copy.deepcopy(spec)
     sized = {v: k for k, v in LIBERO_SIZED.items()} if to_libero else LIBERO_SIZED
     resized = []
-    for inst, category in out.objects.items():
-        if category in sized:
-            out.objects[inst] = sized[category]
-            resized.append(Resized(inst, category, sized[category]))
+    for declared in (out.fixtures, out.objects):
+        for inst, category in declared.items():
+            if category in sized:
+                declared[inst] = sized[category]
+                resized.append(Resized(inst, category, sized[category]))
     instances = out.instances()
     placed: dict[str, list[str]] = {}
     for p in out.init:

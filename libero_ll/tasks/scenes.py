@@ -27,6 +27,8 @@ FLOOR_REACH = (-0.3, -0.3, 0.1, 0.3)
 # How a category is called in an instruction when the scene gives no name.
 DEFAULT_LABELS = {
     "akita_black_bowl": "black bowl",
+    "small_akita_black_bowl": "black bowl",
+    "small_white_bowl": "white bowl",
     "glazed_rim_porcelain_ramekin": "ramekin",
     "chefmate_8_frypan": "frying pan",
     "porcelain_mug": "white mug",
@@ -35,6 +37,9 @@ DEFAULT_LABELS = {
     "cookies": "cookie box",
     "wooden_cabinet": "cabinet",
     "white_cabinet": "cabinet",
+    "small_wooden_cabinet": "cabinet",
+    "small_white_cabinet": "cabinet",
+    "small_plate": "plate",
     "flat_stove": "stove",
     "wooden_two_layer_shelf": "shelf",
     "desk_caddy": "caddy",

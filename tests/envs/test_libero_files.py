@@ -82,16 +82,18 @@ def test_a_file_for_libero_models_is_warned_of_and_converted_stands_as_libero_ha
     out = tmp_path / "ours"
     assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert ("white_cabinet_1 (white_cabinet) turned -90 degrees, yaw 0 -> -1.571; flat_stove_1 (flat_stove) turned "
-            "+90 degrees, yaw 0 -> 1.571; wooden_two_layer_shelf_1 (wooden_two_layer_shelf) turned -90 degrees, "
-            "yaw 3.142 -> 1.571") in printed
+    assert ("white_cabinet_1 (small_white_cabinet) turned -90 degrees, yaw 0 -> -1.571; flat_stove_1 (flat_stove) "
+            "turned +90 degrees, yaw 0 -> 1.571; wooden_two_layer_shelf_1 (wooden_two_layer_shelf) turned -90 degrees, "
+            "yaw 3.142 -> 1.571; white_cabinet_1 white_cabinet -> small_white_cabinet") in printed
     converted = out / src.name
     notes = []
     _, errors = check_file(str(converted), affordances(), warnings=notes, facts=facts)
     assert errors == [] and not any("front away" in str(n) for n in notes)
     before, after = parse_file(src), parse_file(converted)
-    # Only the fixtures' yaws changed: the frying pan (an object) keeps its region's yaw.
-    assert after.init == before.init and after.goal == before.goal and after.instances() == before.instances()
+    # Only the fixtures' yaws changed, and the cabinet is our model of LIBERO's size: the frying pan (an object) keeps
+    # its region's yaw.
+    assert after.init == before.init and after.goal == before.goal
+    assert after.instances() == {**before.instances(), "white_cabinet_1": "small_white_cabinet"}
     assert {k: r.ranges for k, r in after.regions.items()} == {k: r.ranges for k, r in before.regions.items()}
     assert after.regions["kitchen_table_frypan_init_region"].yaw_rotation == [(0.0, 0.0)]
 
@@ -126,8 +128,10 @@ def test_convert_tasks_keeps_a_folders_layout_names_a_bad_file_and_overwrites_no
     (src / "suite_b").mkdir()
     (src / "suite_a" / "facing.bddl").write_text(libero_files.FACING)
     plain = src / "suite_b" / "put_the_left_bowl_on_the_plate.bddl"
+    # Nothing of LIBERO's sizes (a tray and ramekins for the plate and bowls) and no fixture to turn.
     plain.write_text(libero_files.PLATE_BETWEEN_BOWLS.replace("plate_1 - plate", "plate_1 - wooden_tray")
-                     + "; a comment kept\n")
+                     .replace("- akita_black_bowl", "- glazed_rim_porcelain_ramekin")
+                     .replace("- white_bowl", "- glazed_rim_porcelain_ramekin") + "; a comment kept\n")
     (src / "suite_b" / "broken.bddl").write_text("(define (problem LIBERO_Kitchen_Tabletop_Manipulation)\n")
     out = tmp_path / "out"
     assert main(["convert-tasks", str(src), "--out", str(out)]) == 2
@@ -138,8 +142,8 @@ def test_convert_tasks_keeps_a_folders_layout_names_a_bad_file_and_overwrites_no
     # Nothing to change: the file is copied as it is, comment and all.
     assert (out / "suite_b" / plain.name).read_text() == plain.read_text()
     assert f"{out / 'suite_b' / plain.name}: nothing to change, copied" in captured.out
-    assert f"2 task files written to {out}, 1 with fixtures turned from LIBERO's models to ours, 0 with objects " \
-           "given our models of LIBERO's sizes" in captured.out
+    assert f"2 task files written to {out}, 1 with fixtures turned from LIBERO's models to ours, 1 with objects " \
+           "or fixtures given our models of LIBERO's sizes" in captured.out
 
     written = (out / "suite_a" / "facing.bddl").read_text()
     (src / "suite_b" / "broken.bddl").unlink()
@@ -159,17 +163,20 @@ def test_convert_tasks_keeps_a_folders_layout_names_a_bad_file_and_overwrites_no
 
 def test_a_plate_converted_gets_our_model_of_libero_plates_size_and_fits_where_libero_put_it(tmp_path, capsys):
     """LIBERO's layouts are drawn for its plate, 13.6 cm across: beside it ours (20 cm) leaves a bowl next to it no
-    room (the two are pushed apart before the start). Converted, the plate is a `small_plate`, and back a `plate`."""
+    room (the two are pushed apart before the start). Converted, the plate is a `small_plate` (and the bowls our
+    small bowls, LIBERO's size), and back a `plate`."""
     src = tmp_path / "pick_up_the_black_bowl_next_to_the_plate.bddl"
     src.write_text(libero_files.TIGHT_PLATE)
     out, back = tmp_path / "ours", tmp_path / "back"
     assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert f"{out / src.name}: plate_1 plate -> small_plate" in printed
-    assert "0 with fixtures turned from LIBERO's models to ours, 1 with objects given our models of LIBERO's sizes" \
+    assert (f"{out / src.name}: akita_black_bowl_1 akita_black_bowl -> small_akita_black_bowl; akita_black_bowl_2 "
+            "akita_black_bowl -> small_akita_black_bowl; plate_1 plate -> small_plate") in printed
+    assert "0 with fixtures turned from LIBERO's models to ours, 1 with objects or fixtures given our models of LIBERO's sizes" \
         in printed
     before, after = parse_file(src), parse_file(out / src.name)
-    assert after.objects == {**before.objects, "plate_1": "small_plate"}
+    assert after.objects == {**before.objects, "plate_1": "small_plate", "akita_black_bowl_1": "small_akita_black_bowl",
+                             "akita_black_bowl_2": "small_akita_black_bowl"}
     assert after.init == before.init and after.goal == before.goal and after.regions.keys() == before.regions.keys()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -182,8 +189,46 @@ def test_a_plate_converted_gets_our_model_of_libero_plates_size_and_fits_where_l
             env.close()
     assert PlacementWarning not in {w.category for w in caught}  # as written, it is (test_resets_hold_init...)
     assert main(["convert-tasks", str(out / src.name), "--out", str(back), "--to-libero"]) == 0
-    assert "plate_1 small_plate -> plate" in capsys.readouterr().out
+    assert "akita_black_bowl_2 small_akita_black_bowl -> akita_black_bowl; plate_1 small_plate -> plate" in \
+        capsys.readouterr().out
     assert parse_file(back / src.name).objects == before.objects
+
+
+def test_a_cabinet_converted_gets_our_model_of_libero_cabinets_height_whose_drawers_the_expert_works(tmp_path, capsys):
+    """LIBERO's cabinets are 22 cm tall with drawers that slide out 16 cm; converted, a cabinet is a
+    `small_wooden_cabinet`: a drawer an init opens stands 1 cm short of its stop, and the expert pulls one open
+    (short of the stop) and pushes it shut."""
+    from libero_ll.experts.expert import ScriptedExpert
+
+    src = tmp_path / "open_the_top_drawer_of_the_cabinet.bddl"
+    src.write_text(libero_files.DANGLING_REGION)
+    shut = tmp_path / "close_the_top_drawer_of_the_cabinet.bddl"
+    shut.write_text(
+        libero_files.DANGLING_REGION.replace(
+            "(On wooden_cabinet_1 main_table_cabinet_region)",
+            "(On wooden_cabinet_1 main_table_cabinet_region)\n    (Open wooden_cabinet_1_top_region)",
+        ).replace("(And (Open wooden_cabinet_1_top_region))", "(And (Close wooden_cabinet_1_top_region))")
+    )
+    out = tmp_path / "ours"
+    assert main(["convert-tasks", str(src), str(shut), "--out", str(out)]) == 0
+    assert f"{out / src.name}: wooden_cabinet_1 (small_wooden_cabinet) turned -90 degrees" in capsys.readouterr().out
+    assert parse_file(out / src.name).fixtures["wooden_cabinet_1"] == "small_wooden_cabinet"
+    for name, (low, high) in ((src.name, (0.0, 0.001)), (shut.name, (0.08, 0.15 + 1e-6))):
+        env = LiberoEnv(out / name, EnvConfig(render=False))
+        try:
+            env.reset(seed=0)
+            # Opened by the init at 15 cm, 1 cm short of its stop (settling can push it in a little).
+            assert low <= env.geometry.joint_value("wooden_cabinet_1", "top_drawer") <= high
+            assert not env.check_goal()
+            expert = ScriptedExpert(env, np.random.default_rng(0))
+            for _ in range(300):
+                _, _, info = env.step(np.asarray(expert.act(), dtype=np.float32))
+                if info["success"]:
+                    break
+            assert info["success"], name
+            assert env.geometry.joint_value("wooden_cabinet_1", "top_drawer") <= 0.16 + 1e-3
+        finally:
+            env.close()
 
 
 def test_our_own_task_files_turn_no_front_away_from_the_robot():

@@ -442,6 +442,68 @@ def test_a_range_beside_a_plate_that_reaches_under_its_middle_gets_the_object_wh
         env.close()
 
 
+BOWL_IN_A_SMALL_DRAWER = """\
+(define (problem LIBERO_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language Pick up the black bowl in the top drawer and place it on the plate)
+  (:regions
+    (cabinet_init_region (:target main_table) (:ranges ((0.13 -0.01 0.15 0.01))) (:yaw_rotation ((3.14159 3.14159))))
+    (plate_init_region (:target main_table) (:ranges ((-0.11 0.17 -0.09 0.19))))
+    (top_region (:target small_wooden_cabinet_1))
+  )
+  (:fixtures main_table - table small_wooden_cabinet_1 - small_wooden_cabinet)
+  (:objects small_akita_black_bowl_1 - small_akita_black_bowl plate_1 - plate)
+  (:obj_of_interest small_akita_black_bowl_1)
+  (:init
+    (On small_wooden_cabinet_1 main_table_cabinet_init_region)
+    (On plate_1 main_table_plate_init_region)
+    (Open small_wooden_cabinet_1_top_region)
+    (In small_akita_black_bowl_1 small_wooden_cabinet_1_top_region)
+  )
+  (:goal (And (On small_akita_black_bowl_1 plate_1)))
+)
+"""
+
+
+def test_room_inside_measures_to_a_containers_region_along_a_direction():
+    from libero_ll.experts.expert import DRAWER_WALL, room_inside
+
+    # A drawer's footprint (its region and DRAWER_WALL about it), 20 x 30 cm about (1, 0), turned a quarter.
+    drawer = [(np.array([1.0, 0.0]), np.pi / 2, 0.10 + DRAWER_WALL, 0.15 + DRAWER_WALL, 0.9, False)]
+    inside = np.array([1.02, 0.03])
+    assert room_inside(inside, np.array([1.0, 0.0]), drawer) == pytest.approx(0.15 - 0.02)
+    assert room_inside(inside, np.array([0.0, -1.0]), drawer) == pytest.approx(0.10 + 0.03)
+    # Along the diagonal the drawer's long side (in y, 12 cm from its centre with the wall) comes first.
+    diagonal = np.array([1.0, 1.0]) / np.sqrt(2)
+    assert room_inside(inside, diagonal, drawer) == pytest.approx((0.12 - 0.03) * np.sqrt(2) - DRAWER_WALL)
+
+
+def test_a_bowl_in_a_drawer_too_tight_for_the_open_outer_finger_is_picked_with_the_hand_further_in(tmp_path):
+    """LIBERO's cabinet's drawers are 15 cm deep inside and its bowl 10.7 cm across: beside the bowl's wall the open
+    outer finger (6.2 cm out from the hand's centre) came down on the drawer's wall, the hand stopped above the rim
+    and the fingers closed on nothing (expert 0.24). The hand now comes down further in."""
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.experts.expert import ScriptedExpert
+
+    path = tmp_path / "pick_up_the_black_bowl_in_the_top_drawer_and_place_it_on_the_plate.bddl"
+    path.write_text(BOWL_IN_A_SMALL_DRAWER)
+    env = LiberoEnv(str(path), EnvConfig(render=False))
+    try:
+        for seed in (0, 1):
+            env.reset(seed=seed)
+            start = env.geometry.pos("small_akita_black_bowl_1")
+            expert = ScriptedExpert(env, np.random.default_rng(seed))
+            lifted = 0.0
+            for _ in range(400):
+                _, done, _ = env.step(np.asarray(expert.act(), dtype=np.float32))
+                lifted = max(lifted, env.geometry.pos("small_akita_black_bowl_1")[2] - start[2])
+                if done:
+                    break
+            assert lifted > 0.05 and done, (seed, lifted, env.geometry.pos("small_akita_black_bowl_1"))
+    finally:
+        env.close()
+
+
 def test_a_plate_pushed_with_the_hand_pressing_down_a_little_still_slides_to_the_stove_front():
     """A learnt policy pushes the plate at about 2.5 cm a step and presses down by half a millimetre a step
     (the demos' own mean, which the expert's closed loop corrects). With the plate at friction 1.0, the fingers

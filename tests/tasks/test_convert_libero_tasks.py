@@ -57,13 +57,17 @@ def test_each_fixtures_region_turns_by_its_model_and_back_and_objects_and_tables
     assert [(t.instance, round(t.by_degrees)) for t in turned] == [
         ("white_cabinet_1", -90), ("flat_stove_1", 90), ("desk_caddy_1", 180)]
     assert spec.regions["kitchen_table_cabinet_region"].yaw_rotation == []  # the input is not changed
-    # The plate, drawn for LIBERO's 13.6 cm one, gets our model of that size.
-    assert resized == [Resized("plate_1", "plate", "small_plate")] and ours.objects["plate_1"] == "small_plate"
-    assert spec.objects["plate_1"] == "plate"
+    # The plate and the cabinet, drawn for LIBERO's smaller ones, get our models of their sizes.
+    assert resized == [Resized("white_cabinet_1", "white_cabinet", "small_white_cabinet"),
+                       Resized("plate_1", "plate", "small_plate")]
+    assert ours.objects["plate_1"] == "small_plate" and ours.fixtures["white_cabinet_1"] == "small_white_cabinet"
+    assert spec.objects["plate_1"] == "plate" and spec.fixtures["white_cabinet_1"] == "white_cabinet"
     back, _, resized = convert_spec(ours, to_libero=True)
     for key, region in spec.regions.items():
         assert (back.regions[key].yaw_rotation or [(0.0, 0.0)]) == (region.yaw_rotation or [(0.0, 0.0)])
-    assert resized == [Resized("plate_1", "small_plate", "plate")] and back.objects == spec.objects
+    assert resized == [Resized("white_cabinet_1", "small_white_cabinet", "white_cabinet"),
+                       Resized("plate_1", "small_plate", "plate")]
+    assert back.objects == spec.objects and back.fixtures == spec.fixtures
     # Converted twice, a plate is resized once: a small plate is no category of LIBERO's.
     assert convert_spec(ours)[2] == []
 
@@ -71,12 +75,25 @@ def test_each_fixtures_region_turns_by_its_model_and_back_and_objects_and_tables
 def test_each_libero_sized_category_is_a_model_here_of_the_same_kind_and_smaller():
     from libero_ll.assets.categories import get_model
 
+    def names(model):
+        return {r.name for r in model.regions} | {r.name for p in model.parts for r in p.regions}
+
     for libero, ours in LIBERO_SIZED.items():
         big, small = get_model(libero), get_model(ours)
-        assert small.kind == big.kind and small.grasp == big.grasp
+        assert small.kind == big.kind and getattr(small.grasp, "kind", None) == getattr(big.grasp, "kind", None)
         assert max(small.half_size[:2]) < max(big.half_size[:2])
-    # LIBERO's plate, 13.6 cm across (its collision mesh at the scale its model gives).
+        # A converted file names the same regions and moving parts.
+        assert names(small) == names(big) and small.controls == big.controls
+        assert small.libero_yaw == big.libero_yaw
+    # LIBERO's plate, 13.6 cm across (its collision mesh at the scale its model gives); its bowls 10.7 cm; its
+    # cabinets 19 x 24 x 22 cm, with drawers that slide out 16 cm.
     assert 2 * get_model(LIBERO_SIZED["plate"]).half_size[0] == pytest.approx(0.136, abs=0.002)
+    for bowl in ("akita_black_bowl", "white_bowl"):
+        assert 2 * get_model(LIBERO_SIZED[bowl]).half_size[0] == pytest.approx(0.107, abs=0.002)
+    for cabinet in ("wooden_cabinet", "white_cabinet"):
+        model = get_model(LIBERO_SIZED[cabinet])
+        assert [2 * h for h in model.half_size] == pytest.approx([0.19, 0.24, 0.222], abs=0.002)
+        assert {p.joint.range for p in model.parts} == {(0.0, 0.16)}
 
 
 def test_one_region_placing_two_fixtures_that_turn_differently_is_named():
