@@ -1138,8 +1138,9 @@ def clearance(point: np.ndarray, obstacles: list, rounded: bool = False) -> floa
 
 def room_inside(point: np.ndarray, direction: np.ndarray, containers: list) -> float:
     """How far (metres) from `point` along the horizontal unit `direction` the nearest of `containers`' footprints
-    (as `clearance` has them, `point` inside each) ends, less the DRAWER_WALL their walls are counted with: the room
-    up to their walls' inner faces."""
+    (as `clearance` has them, `point` inside each) ends, less DRAWER_WALL: for an open drawer (`_open_drawers`) the
+    room to its region, whose walls stand 6 to 10 mm further out; for a basket, tray or microwave, whose footprint is
+    its outer box, a centimetre or so less than the room to its walls' inner faces."""
     best = 1.0
     for centre, yaw, hx, hy, *_ in containers:
         c, s = math.cos(yaw), math.sin(yaw)

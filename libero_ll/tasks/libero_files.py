@@ -81,9 +81,9 @@ def _turn(pair: tuple[float, float], by: float) -> tuple[float, float]:
 
 
 def convert_spec(spec: TaskSpec, to_libero: bool = False) -> tuple[TaskSpec, list[Turned], list[Resized]]:
-    """A copy of `spec` whose fixtures stand with our models as they stood with LIBERO's, and whose objects of
-    `LIBERO_SIZED` categories have our models of LIBERO's sizes (or, with `to_libero`, the other way); what was
-    turned, and what was given another category.
+    """A copy of `spec` whose fixtures stand with our models as they stood with LIBERO's, and whose objects and
+    fixtures of `LIBERO_SIZED` categories have our models of LIBERO's sizes (or, with `to_libero`, the other way);
+    what was turned, and what was given another category.
 
     Instances of a category this library has no model of are left as they are (validation names them).
 
