@@ -95,7 +95,7 @@ def register(sub) -> None:
     s = sub.add_parser(
         "convert-tasks",
         help="turn the fixtures of task files written for LIBERO's models to stand the same way with ours, and give "
-        "their plates, bowls and cabinets our models of LIBERO's sizes (or back, --to-libero)",
+        "their plates, bowls, cabinets and microwaves our models of LIBERO's sizes (or back, --to-libero)",
     )
     s.add_argument("files", nargs="+", help=".bddl task files, or folders of them (searched below)")
     s.add_argument("--out", required=True, help="folder for the converted files (a folder given keeps its layout)")

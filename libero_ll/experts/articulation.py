@@ -38,8 +38,10 @@ DRAWER_PUSH_DEPTH = 0.027
 DOOR_PULL_TO = 1.35
 # A door is pushed shut at this fraction of the way from its hinge to its handle...
 DOOR_PUSH_AT = 0.75
-# ... and this far above the handle (the microwave door's top edge is 16.8 cm above it).
+# ... and this far above the handle (the microwave door's top edge is 16.8 cm above it), or, on a lower door,
+# DOOR_PUSH_BELOW_TOP below its top edge (the small microwave's is 9.2 cm above its handle).
 DOOR_PUSH_HIGH = 0.105
+DOOR_PUSH_BELOW_TOP = 0.05
 # A door is pushed towards this angle (past shut: the hand lags behind the path), radians.
 DOOR_PUSH_TO = -0.3
 # A knob is turned to these angles (radians; on at 0.6 or more, off at 0.15 or less) ...
@@ -349,7 +351,9 @@ def door(env, inst: str, part: str, opening: bool, rng) -> list:
     # (20 cm wide along the door) passes above the handle and the appliance's top: the handle of a
     # wide-open door is out of the Panda's reach.
     local = rot.T @ (handle - hinge)
-    contact = hinge + rot @ np.array([local[0] - HANDLE_STANDOFF + 0.015, DOOR_PUSH_AT * local[1], local[2] + DOOR_PUSH_HIGH])
+    top_edge = max(g.pos[2] + g.size[2] for g in get_model(env.spec.instances()[inst]).part(part).geoms if g.type == "box")
+    high = min(DOOR_PUSH_HIGH, top_edge - local[2] - DOOR_PUSH_BELOW_TOP)
+    contact = hinge + rot @ np.array([local[0] - HANDLE_STANDOFF + 0.015, DOOR_PUSH_AT * local[1], local[2] + high])
 
     def push_path(k, n):
         turn = _rot_z(sign * dq * k / n)

@@ -47,6 +47,7 @@ from libero_ll.experts.skills import (
     nearest_equivalent_yaw,
     servo,
     settled_wrist_safe_yaw,
+    stands_closed,
     standing_out,
     wrap_angle,
     wrist_safe_turn,
@@ -94,7 +95,13 @@ from libero_ll.experts.skills import (
 # beside it (a bowl in the drawer of LIBERO's 22 cm cabinet, 15 cm deep inside) with the hand further in
 # (`room_inside`, FINGER_REACH): the outer finger had come down on the drawer's wall and the fingers closed above
 # the rim. A drawer that slides out less than DRAWER_PULL_TO is pulled to 5 mm short of its stop (`articulation.drawer`).
-EXPERT_VERSION = "scripted-expert 0.25"
+# 0.26 counts a door standing open as in the way of the hand, like an open drawer (`_open_doors`: LIBERO's microwave,
+# converted, opens its door over a mug, on whose top edge the hand came down); gives up a stalled waypoint of carrying
+# an object into a layer (STALL_STEPS); pushes a door shut below its top edge where the door is low
+# (DOOR_PUSH_BELOW_TOP); and picks a book to be carried into a layer whose open face is beside the robot with the hand
+# pitched away from the robot, not towards it (`_into_layer`: LIBERO's shelf, converted, faces sideways; pitched
+# towards the robot, the Panda's last joint went to its stop).
+EXPERT_VERSION = "scripted-expert 0.26"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.
@@ -183,7 +190,10 @@ TRACKING = 0.3
 # 600-step cap). The same holds for a push of an object further into a layer (`SlideIn`): in libero_10's microwave
 # task the closed fingers stood still 2 cm short of the push's end for 40 steps. Carrying an
 # object, the whole budget is kept: a held object caught on something can come free
-# (given up after 12 steps there too, 2 episodes of libero_object's butter and 1 of its bbq sauce failed).
+# (given up after 12 steps there too, 2 episodes of libero_object's butter and 1 of its bbq sauce failed); but not
+# once it is carried into a layer (`insert_waypoints`), where the hand stops at the board over the layer (a mug
+# carried into LIBERO's microwave, converted, 19 cm tall: three waypoints 5 cm beyond that board's edge, 180 steps
+# standing still and the episode over the cap).
 STALL_STEPS = 12
 STALL_PROGRESS = 0.003
 STALL_TURN = 0.03
@@ -398,6 +408,7 @@ class ScriptedExpert:
         self._wp_steps = 0
         self._wp_budget = WAYPOINT_BUDGET
         self._wp_errors: list[tuple[float, float]] = []  # the hand's distance and angle to its waypoint, per step
+        self._stall_within = 0  # with this many waypoints or fewer left, a stalled one is given up (see STALL_STEPS)
         self._load(0)
 
     def _with_doors_pushed_open(self, steps: list) -> list:
@@ -465,6 +476,7 @@ class ScriptedExpert:
             self._queue = []
             return
         step = self.steps[i]
+        self._stall_within = 0
         if isinstance(step, Articulate):
             self._queue = articulation_waypoints(self.env, step.inst, step.part, step.kind, step.goal.name, self.rng)
             return
@@ -778,6 +790,13 @@ class ScriptedExpert:
             pointing = np.array([-math.sin(close), math.cos(close)])
             if pointing @ layer.inward < 0:
                 pointing = -pointing
+            # Closing across the layer's way in, either pitch needs a quarter turn on the way: not the one with the
+            # fingertips towards the robot, which drives the Panda's last joint to its stop (LIBERO's shelf, whose
+            # open face is beside the robot, converted).
+            from_base = pos[:2] - np.asarray(self.env.arena.robot_base[:2])
+            from_base = from_base / max(float(np.linalg.norm(from_base)), 1e-9)
+            if abs(float(pointing @ layer.inward)) < 1e-6 and float(pointing @ from_base) < -0.5:
+                pointing = -pointing
             turn = wrap_angle(inward - math.atan2(pointing[1], pointing[0]))
         else:
             turn = wrap_angle(inward + math.pi - math.atan2(offset[1], offset[0]))
@@ -794,10 +813,12 @@ class ScriptedExpert:
         carry_z = max(grasp[2] + APPROACH_HEIGHT / 2, layer.floor + model.grasp.height + 2 * LAYER_CLEARANCE)
         carry_z = max(carry_z, self._pass_over(step, model, grasp, entry[:2], {step.obj}))
         carry = self._carry_speed(step, grasp)
+        insert = insert_waypoints(layer, model, offset_in, yaw_in, turned @ hand_rot, pitched, lateral, carry_z, carry)
+        self._stall_within = len(insert)
         return (
             self._pick(step, grasp, hand_rot)
             + [("move", np.array([grasp[0], grasp[1], carry_z]), hand_rot, 1.0, carry)]
-            + insert_waypoints(layer, model, offset_in, yaw_in, turned @ hand_rot, pitched, lateral, carry_z, carry)
+            + insert
         )
 
     def _slide_in(self, step: SlideIn, model) -> list:
@@ -901,6 +922,22 @@ class ScriptedExpert:
             yaw = math.atan2(box.rot[1, 0], box.rot[0, 0])
             half_x, half_y = box.half[0] + DRAWER_WALL, box.half[1] + DRAWER_WALL
             out.append((box.center[:2], yaw, half_x, half_y, box.center[2] + box.half[2], False))
+        return out + self._open_doors(inst, model)
+
+    def _open_doors(self, inst: str, model) -> list:
+        """Footprints of a fixture's doors that stand open (swung out of its front), as `_obstacles` has them: the
+        box of the door's panel, turned as the door stands. LIBERO's microwave, converted, opens its door over a mug
+        beside it: a hand coming down to the mug met the door's top edge."""
+        g = self.env.geometry
+        out = []
+        for part in model.parts:
+            if part.joint.kind != "door" or stands_closed(g.joint_value(inst, part.name), "door"):
+                continue
+            pos, rot = _body(self.env, f"{inst}_{part.name}")
+            panel = max((b for b in part.geoms if b.type == "box" and b.collide), key=lambda b: b.size[0] * b.size[1] * b.size[2])
+            centre = pos + rot @ np.array(panel.pos)
+            yaw = math.atan2(rot[1, 0], rot[0, 0])
+            out.append((centre[:2], yaw, panel.size[0], panel.size[1], centre[2] + panel.size[2], False))
         return out
 
     def _container(self, step: PickPlace):
@@ -1000,9 +1037,10 @@ class ScriptedExpert:
         return self._stage >= len(self.steps)
 
     def _stalled(self) -> bool:
-        """Whether the hand, working a part or pushing something into a layer, has stopped closing in on its
-        waypoint (see STALL_STEPS)."""
-        if len(self._wp_errors) <= STALL_STEPS or not isinstance(self.steps[self._stage], (Articulate, SlideIn)):
+        """Whether the hand, working a part, pushing something into a layer or carrying it in, has stopped closing in
+        on its waypoint (see STALL_STEPS)."""
+        working = isinstance(self.steps[self._stage], (Articulate, SlideIn)) or len(self._queue) <= self._stall_within
+        if len(self._wp_errors) <= STALL_STEPS or not working:
             return False
         (err0, rot0), (err, rot) = self._wp_errors[-STALL_STEPS - 1], self._wp_errors[-1]
         return err0 - err < STALL_PROGRESS and rot0 - rot < STALL_TURN

@@ -35,9 +35,11 @@ FIXTURE_SURFACE = {
     "small_white_cabinet": "top_side",
     "wooden_two_layer_shelf": "top_side",
     "microwave": "top_side",
+    "small_microwave": "top_side",
 }
 # The container region of an instance for "put X in <instance>".
-CONTAINER_REGION = {"basket": "contain_region", "wooden_tray": "contain_region", "microwave": "heating_region"}
+CONTAINER_REGION = {"basket": "contain_region", "wooden_tray": "contain_region", "microwave": "heating_region",
+                    "small_microwave": "heating_region"}
 
 
 @dataclass

@@ -364,7 +364,7 @@ def _candidates(scene: SceneTemplate, behaviours, categories) -> list[list[tuple
                         out.append([("put_in", {"object": o, "target": region}), ("close", region)])
                     elif d == "top":
                         out.append([("open", region), ("put_in", {"object": o, "target": region})])
-            if fc == "microwave" and c in _MUGS + _BOWLS:
+            if fc in ("microwave", "small_microwave") and c in _MUGS + _BOWLS:
                 out.append([("put_in", {"object": o, "target": f})])
             # A bowl is held by its wall: the scripted expert cannot yet slide one into a shelf's layer
             # (its hand's housing meets the board above; KITCHEN_SCENE9 white bowl: 0/5). Until it can,

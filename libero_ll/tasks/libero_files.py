@@ -12,11 +12,12 @@ Converting adds each fixture model's `libero_yaw` to the yaws of the region it i
 default yaw, 0, where the region gives none); the other way subtracts it. It also gives an object or fixture of
 a category whose model here is much larger than LIBERO's the model of LIBERO's size (`LIBERO_SIZED`: a plate
 becomes a `small_plate`, 13.6 cm across like LIBERO's, where ours is 20; a bowl a small bowl, 10.7 cm; a cabinet
-a small cabinet, 22 cm tall, where ours is 38), since LIBERO's layouts are drawn for its sizes (a bowl between the
-plate and a ramekin, a drawer that opens over the table beside a bowl); the other way gives it back its LIBERO
-category. Nothing else changes: regions, instance names, init and goal are written as they were. Movable objects
-are not turned: LIBERO places them at its own models' rotations whatever the region says, and ours are placed at
-the yaws the file gives.
+a small cabinet, 22 cm tall, where ours is 38; a microwave a small microwave, 19 cm tall, where ours is 34), since
+LIBERO's layouts are drawn for its sizes (a bowl between the plate and a ramekin, a drawer that opens over the table
+beside a bowl, a microwave's door that swings open beside a mug); the other way gives it back its LIBERO category.
+Nothing else changes: regions, instance names, init and goal are written as they were. Movable objects are not
+turned: LIBERO places them at its own models' rotations whatever the region says, and ours are placed at the yaws
+the file gives.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ LIBERO_SIZED = {
     "white_bowl": "small_white_bowl",
     "wooden_cabinet": "small_wooden_cabinet",
     "white_cabinet": "small_white_cabinet",
+    "microwave": "small_microwave",
 }
 
 

@@ -40,6 +40,7 @@ DEFAULT_LABELS = {
     "small_wooden_cabinet": "cabinet",
     "small_white_cabinet": "cabinet",
     "small_plate": "plate",
+    "small_microwave": "microwave",
     "flat_stove": "stove",
     "wooden_two_layer_shelf": "shelf",
     "desk_caddy": "caddy",

@@ -374,6 +374,137 @@ FACING = """\
 )
 """
 
+# LIBERO's microwave (yaw 0: its door on the -y side of its frame, towards the table's middle from the left) stands
+# open, its door swung out towards the robot beside a mug: the layout of LIBERO-90's KITCHEN_SCENE6.
+MICROWAVE_OPEN = """\
+(define (problem LIBERO_Kitchen_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language put the yellow and white mug to the front of the white mug)
+    (:regions
+      (microwave_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (-0.01 0.34 0.01 0.36)
+            )
+          )
+          (:yaw_rotation (
+              (0 0)
+            )
+          )
+      )
+      (white_yellow_mug_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (-0.025 -0.025 0.025 0.025)
+            )
+          )
+      )
+      (porcelain_mug_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (-0.125 -0.275 -0.075 -0.225)
+            )
+          )
+      )
+      (porcelain_mug_front_region
+          (:target kitchen_table)
+          (:ranges (
+              (-0.05 -0.3 0.05 -0.2)
+            )
+          )
+      )
+      (heating_region
+          (:target microwave_1)
+      )
+    )
+
+  (:fixtures
+    kitchen_table - kitchen_table
+    microwave_1 - microwave
+  )
+
+  (:objects
+    porcelain_mug_1 - porcelain_mug
+    white_yellow_mug_1 - white_yellow_mug
+  )
+
+  (:obj_of_interest
+    white_yellow_mug_1
+  )
+
+  (:init
+    (On porcelain_mug_1 kitchen_table_porcelain_mug_init_region)
+    (On white_yellow_mug_1 kitchen_table_white_yellow_mug_init_region)
+    (On microwave_1 kitchen_table_microwave_init_region)
+    (Open microwave_1)
+  )
+
+  (:goal
+    (And (On white_yellow_mug_1 kitchen_table_porcelain_mug_front_region))
+  )
+
+)
+"""
+
+# LIBERO's two-layer shelf (yaw 0: open towards -y of its frame) on the left of a study table, its open face
+# beside the robot, and a book standing in front of the robot: LIBERO-90's STUDY_SCENE4.
+SHELF_BESIDE = """\
+(define (problem LIBERO_Study_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language pick up the book and place it on the cabinet shelf)
+    (:regions
+      (yellow_book_init_region
+          (:target study_table)
+          (:ranges (
+              (-0.01 -0.01 0.01 0.01)
+            )
+          )
+          (:yaw_rotation (
+              (0.0 0.0)
+            )
+          )
+      )
+      (wooden_two_layer_shelf_init_region
+          (:target study_table)
+          (:ranges (
+              (-0.01 0.27 0.01 0.29)
+            )
+          )
+          (:yaw_rotation (
+              (0 0)
+            )
+          )
+      )
+      (top_region
+          (:target wooden_two_layer_shelf_1)
+      )
+    )
+
+  (:fixtures
+    study_table - study_table
+    wooden_two_layer_shelf_1 - wooden_two_layer_shelf
+  )
+
+  (:objects
+    yellow_book_1 - yellow_book
+  )
+
+  (:obj_of_interest
+    yellow_book_1
+  )
+
+  (:init
+    (On wooden_two_layer_shelf_1 study_table_wooden_two_layer_shelf_init_region)
+    (On yellow_book_1 study_table_yellow_book_init_region)
+  )
+
+  (:goal
+    (And (In yellow_book_1 wooden_two_layer_shelf_1_top_region))
+  )
+
+)
+"""
+
 
 def write_folder(folder: Path) -> list[Path]:
     """Write every file into `folder` as <name>.bddl; returns their paths in name order."""

@@ -231,6 +231,87 @@ def test_a_cabinet_converted_gets_our_model_of_libero_cabinets_height_whose_draw
             env.close()
 
 
+def _expert_run(path, seed: int, steps: int, watch=None) -> tuple[bool, int]:
+    """Reset the task at `path` with `seed` and run the scripted expert until its goal holds or `steps` have run;
+    whether it held, and after how many steps. `watch(env)` is called after every step."""
+    from libero_ll.experts.expert import ScriptedExpert
+
+    env = LiberoEnv(path, EnvConfig(render=False))
+    try:
+        env.reset(seed=seed)
+        assert not env.check_goal()
+        expert = ScriptedExpert(env, np.random.default_rng(seed))
+        for t in range(steps):
+            _, _, info = env.step(np.asarray(expert.act(), dtype=np.float32))
+            if watch is not None:
+                watch(env)
+            if info["success"]:
+                return True, t + 1
+        return False, steps
+    finally:
+        env.close()
+
+
+def test_a_microwave_converted_gets_our_model_of_libero_microwaves_size_whose_door_the_expert_sees_and_shuts(
+        tmp_path, capsys):
+    """LIBERO's microwave is 19 cm tall, its door 26 cm wide: ours (34 cm, 34 cm) swings its open door through the
+    mug LIBERO's KITCHEN_SCENE6 stands beside it. Converted, it is a `small_microwave`; the expert pushes its low
+    door shut below the top edge, and comes down to the mug clear of the open door (on whose top edge the hand had
+    come down)."""
+    from libero_ll.envs.thresholds import DOOR_OPEN
+
+    mug = tmp_path / "put_the_yellow_and_white_mug_to_the_front_of_the_white_mug.bddl"
+    mug.write_text(libero_files.MICROWAVE_OPEN)
+    shut = tmp_path / "close_the_microwave.bddl"
+    shut.write_text(libero_files.MICROWAVE_OPEN.replace(
+        "(And (On white_yellow_mug_1 kitchen_table_porcelain_mug_front_region))", "(And (Close microwave_1))"))
+    out = tmp_path / "ours"
+    assert main(["convert-tasks", str(mug), str(shut), "--out", str(out)]) == 0
+    assert f"{out / shut.name}: microwave_1 (small_microwave) turned -90 degrees" in capsys.readouterr().out
+    assert parse_file(out / shut.name).fixtures["microwave_1"] == "small_microwave"
+    env = LiberoEnv(out / shut.name, EnvConfig(render=False))
+    try:
+        env.reset(seed=0)
+        assert env.geometry.joint_value("microwave_1", "door") >= DOOR_OPEN
+    finally:
+        env.close()
+    for seed in (0, 1):
+        assert _expert_run(out / shut.name, seed, 300)[0], seed
+        assert _expert_run(out / mug.name, seed, 300)[0], seed
+
+
+def test_a_book_is_carried_into_a_shelf_whose_open_face_is_beside_the_robot(tmp_path):
+    """LIBERO's shelf, converted, opens towards the table's middle from the robot's left. The book, closing across
+    the way in, is picked with the hand pitched away from the robot: pitched towards it, the Panda's last joint
+    went to its stop and the book was never picked."""
+    src = tmp_path / "pick_up_the_book_and_place_it_on_the_cabinet_shelf.bddl"
+    src.write_text(libero_files.SHELF_BESIDE)
+    out = tmp_path / "ours"
+    assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
+    wrist = []
+    for seed in (0, 1):
+        held, steps = _expert_run(out / src.name, seed, 400,
+                                  watch=lambda env: wrist.append(float(env.robot_proprio()["joint_states"][-1])))
+        assert held, seed
+    assert max(abs(w) for w in wrist) < 2.8
+
+
+def test_a_mug_set_down_in_a_low_microwaves_doorway_and_pushed_in_fits_the_collect_cap(tmp_path):
+    """In LIBERO's microwave, 19 cm tall (converted), the hand carrying a mug in stops at the top panel 5 cm short
+    of its waypoints: those stalled waypoints are given up after STALL_STEPS, not after the whole budget (three of
+    them cost 180 steps, and the episode ran over the 600-step cap)."""
+    from libero_ll.data.collect import EXPERT_MAX_STEPS
+
+    src = tmp_path / "put_the_yellow_and_white_mug_in_the_microwave_and_close_it.bddl"
+    src.write_text(libero_files.MICROWAVE_OPEN.replace(
+        "(And (On white_yellow_mug_1 kitchen_table_porcelain_mug_front_region))",
+        "(And (In white_yellow_mug_1 microwave_1_heating_region) (Close microwave_1))"))
+    out = tmp_path / "ours"
+    assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
+    held, steps = _expert_run(out / src.name, 0, EXPERT_MAX_STEPS)
+    assert held and steps < EXPERT_MAX_STEPS
+
+
 def test_our_own_task_files_turn_no_front_away_from_the_robot():
     from libero_ll.tasks.registry import TASKS_ROOT
 

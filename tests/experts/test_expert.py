@@ -716,13 +716,14 @@ class _StillHand:
         return {"ee_pos": self.pos, "ee_rot": hand_down_rotation(0.0), "gripper_states": fingers}
 
 
-def _expert_with(queue, hand_at, step=None):
+def _expert_with(queue, hand_at, step=None, stall_within=0):
     from libero_ll.experts.expert import WAYPOINT_BUDGET, ScriptedExpert
 
     ex = ScriptedExpert.__new__(ScriptedExpert)
     ex.env, ex.rng, ex.noise, ex.rot_noise, ex.speed = _StillHand(hand_at), np.random.default_rng(0), 0.0, 0.0, 0.6
     ex.steps, ex._stage, ex._counter, ex._hold_pos, ex._last_opening = [step], 0, 0, None, None
     ex._wp_steps, ex._wp_budget, ex._queue = 0, WAYPOINT_BUDGET, list(queue)
+    ex._stall_within = stall_within
     return ex
 
 
@@ -760,8 +761,9 @@ def test_a_bowl_put_into_a_drawer_turns_so_that_the_hand_is_further_out():
 
 def test_a_waypoint_the_hand_no_longer_closes_in_on_is_given_up_working_a_part():
     """Working a drawer, a hand held fast 5 cm short of its waypoint heads for the next after STALL_STEPS
-    steps, not after the whole WAYPOINT_BUDGET; carrying an object it keeps trying for the whole budget; a
-    hand that still closes in keeps going."""
+    steps, not after the whole WAYPOINT_BUDGET; carrying an object it keeps trying for the whole budget, but not
+    once it carries it into a layer (the waypoints `_into_layer` counts in `_stall_within`); a hand that still
+    closes in keeps going."""
     from libero_ll.bddl.spec import Predicate
     from libero_ll.experts.expert import STALL_STEPS, WAYPOINT_BUDGET, Articulate, PickPlace
     from libero_ll.experts.skills import hand_down_rotation
@@ -771,8 +773,9 @@ def test_a_waypoint_the_hand_no_longer_closes_in_on_is_given_up_working_a_part()
     drawer = Articulate("cabinet_1", "top_drawer", "drawer", Predicate("close", ("cabinet_1_top_region",)))
     carry = PickPlace("bowl_1", Predicate("on", ("bowl_1", "plate_1")))
 
-    def steps_towards_this(step):
-        ex = _expert_with([("move", this, down, 1.0), ("move", after, down, 1.0)], hand_at=[0.0, 0.0, 1.0], step=step)
+    def steps_towards_this(step, stall_within=0):
+        ex = _expert_with([("move", this, down, 1.0), ("move", after, down, 1.0)], hand_at=[0.0, 0.0, 1.0], step=step,
+                          stall_within=stall_within)
         n = 0
         while len(ex._queue) == 2 and n <= WAYPOINT_BUDGET:
             ex.act()
@@ -781,6 +784,8 @@ def test_a_waypoint_the_hand_no_longer_closes_in_on_is_given_up_working_a_part()
 
     assert steps_towards_this(drawer) == STALL_STEPS < WAYPOINT_BUDGET
     assert steps_towards_this(carry) == WAYPOINT_BUDGET
+    assert steps_towards_this(carry, stall_within=2) == STALL_STEPS
+    assert steps_towards_this(carry, stall_within=1) == WAYPOINT_BUDGET
 
     # Closing in by 1 cm a step, it is not given up.
     ex = _expert_with([("move", np.array([0.3, 0.0, 1.0]), down, 1.0), ("move", after, down, 1.0)], hand_at=[0.0, 0.0, 1.0], step=drawer)

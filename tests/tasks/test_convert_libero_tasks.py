@@ -86,7 +86,8 @@ def test_each_libero_sized_category_is_a_model_here_of_the_same_kind_and_smaller
         assert names(small) == names(big) and small.controls == big.controls
         assert small.libero_yaw == big.libero_yaw
     # LIBERO's plate, 13.6 cm across (its collision mesh at the scale its model gives); its bowls 10.7 cm; its
-    # cabinets 19 x 24 x 22 cm, with drawers that slide out 16 cm.
+    # cabinets 19 x 24 x 22 cm, with drawers that slide out 16 cm; its microwave 22 x 34.5 x 18.7 cm, its door 26 cm
+    # wide.
     assert 2 * get_model(LIBERO_SIZED["plate"]).half_size[0] == pytest.approx(0.136, abs=0.002)
     for bowl in ("akita_black_bowl", "white_bowl"):
         assert 2 * get_model(LIBERO_SIZED[bowl]).half_size[0] == pytest.approx(0.107, abs=0.002)
@@ -94,6 +95,11 @@ def test_each_libero_sized_category_is_a_model_here_of_the_same_kind_and_smaller
         model = get_model(LIBERO_SIZED[cabinet])
         assert [2 * h for h in model.half_size] == pytest.approx([0.19, 0.24, 0.222], abs=0.002)
         assert {p.joint.range for p in model.parts} == {(0.0, 0.16)}
+    microwave = get_model(LIBERO_SIZED["microwave"])
+    assert [2 * h for h in microwave.half_size] == pytest.approx([0.22, 0.345, 0.187], abs=0.002)
+    door = microwave.part("door")
+    assert max(g.size[1] for g in door.geoms if g.type == "box") * 2 == pytest.approx(0.26, abs=0.002)
+    assert door.joint.range == get_model("microwave").part("door").joint.range
 
 
 def test_one_region_placing_two_fixtures_that_turn_differently_is_named():
