@@ -101,7 +101,10 @@ from libero_ll.experts.skills import (
 # (DOOR_PUSH_BELOW_TOP); and picks a book to be carried into a layer whose open face is beside the robot with the hand
 # pitched away from the robot, not towards it (`_into_layer`: LIBERO's shelf, converted, faces sideways; pitched
 # towards the robot, the Panda's last joint went to its stop).
-EXPERT_VERSION = "scripted-expert 0.26"
+# 0.27 carries an object into a layer without passing over the layer's fixture where the way to the layer's entry
+# only leaves the fixture further behind (`_left_behind`: LIBERO's frying pan, converted, beside the shelf it goes
+# into, had been lifted over the shelf's top at the edge of the arm's reach).
+EXPERT_VERSION = "scripted-expert 0.27"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.
@@ -811,7 +814,7 @@ class ScriptedExpert:
         # The object comes to the layer from the side: it is carried at the height it goes in at,
         # or over everything near the way there, the fixture too (the path must not cut across it).
         carry_z = max(grasp[2] + APPROACH_HEIGHT / 2, layer.floor + model.grasp.height + 2 * LAYER_CLEARANCE)
-        carry_z = max(carry_z, self._pass_over(step, model, grasp, entry[:2], {step.obj}))
+        carry_z = max(carry_z, self._pass_over(step, model, grasp, entry[:2], {step.obj} | self._left_behind(step, entry)))
         carry = self._carry_speed(step, grasp)
         insert = insert_waypoints(layer, model, offset_in, yaw_in, turned @ hand_rot, pitched, lateral, carry_z, carry)
         self._stall_within = len(insert)
@@ -820,6 +823,22 @@ class ScriptedExpert:
             + [("move", np.array([grasp[0], grasp[1], carry_z]), hand_rot, 1.0, carry)]
             + insert
         )
+
+    def _left_behind(self, step, entry: np.ndarray) -> set:
+        """The layer's fixture, when the way from the object to the layer's entry only leaves it further behind
+        (every point of it at least as far from the fixture's footprint as the object is now), else nothing.
+
+        Carried there, the object need not pass over the fixture: LIBERO's frying pan, converted, stands beside
+        the shelf it goes into, and was lifted over the shelf's top (1.35 m up, at the edge of the arm's reach).
+        """
+        owner = owner_of(step.goal.args[1], self.env.spec.instances())
+        fixture = footprints(self.env, set(), -np.inf).get(owner[0]) if owner else None
+        if fixture is None:
+            return set()
+        start = self.env.geometry.pos(step.obj)[:2]
+        way = start + np.linspace(0.0, 1.0, 11)[:, None] * (np.asarray(entry[:2]) - start)
+        gaps = clearances(way, [fixture])
+        return {owner[0]} if float(gaps.min()) >= float(gaps[0]) - 1e-6 else set()
 
     def _slide_in(self, step: SlideIn, model) -> list:
         """Waypoints that push an object lying in a layer's mouth further in, with the closed fingers along the open face."""

@@ -296,6 +296,34 @@ def test_a_book_is_carried_into_a_shelf_whose_open_face_is_beside_the_robot(tmp_
     assert max(abs(w) for w in wrist) < 2.8
 
 
+def test_a_pan_beside_a_shelf_is_carried_into_it_without_passing_over_it(tmp_path):
+    """LIBERO-90's KITCHEN_SCENE9, converted: the frying pan stands beside the shelf, and the way to the shelf's open
+    face only leaves the shelf further behind. Carried over the shelf's top, 1.35 m up at the edge of the arm's
+    reach, the lift alone took 280 steps and the episode ran over the cap."""
+    from libero_ll.assets.categories import get_model
+    from libero_ll.data.collect import EXPERT_MAX_STEPS
+
+    src = tmp_path / "put_the_frying_pan_on_the_cabinet_shelf.bddl"
+    src.write_text(libero_files.FACING.replace(
+        "      (frypan_init_region", "      (top_region\n          (:target wooden_two_layer_shelf_1)\n      )\n"
+        "      (frypan_init_region").replace(
+        "(And (Turnon flat_stove_1))", "(And (In chefmate_8_frypan_1 wooden_two_layer_shelf_1_top_region))"))
+    out = tmp_path / "ours"
+    assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
+    highest = []
+    held, steps = _expert_run(out / src.name, 0, EXPERT_MAX_STEPS,
+                              watch=lambda env: highest.append(float(env.robot_proprio()["ee_pos"][2])))
+    assert held and steps < EXPERT_MAX_STEPS
+    env = LiberoEnv(out / src.name, EnvConfig(render=False))
+    try:
+        env.reset(seed=0)
+        shelf_top = float(env.geometry.pos("wooden_two_layer_shelf_1")[2]) + get_model("wooden_two_layer_shelf").half_size[2]
+    finally:
+        env.close()
+    # The hand (the object hanging below it) never rose over the shelf's top.
+    assert max(highest) < shelf_top + 0.05
+
+
 def test_a_mug_set_down_in_a_low_microwaves_doorway_and_pushed_in_fits_the_collect_cap(tmp_path):
     """In LIBERO's microwave, 19 cm tall (converted), the hand carrying a mug in stops at the top panel 5 cm short
     of its waypoints: those stalled waypoints are given up after STALL_STEPS, not after the whole budget (three of
