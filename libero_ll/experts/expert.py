@@ -877,19 +877,19 @@ class ScriptedExpert:
     def _transit(self, approach: np.ndarray, hand_rot: np.ndarray, skip: set) -> list:
         """Waypoints that take the open hand over whatever stands between it and `approach` (maybe none).
 
-        When a loose object or an open drawer near the path stands higher than the approach allows
+        When a loose object, an open drawer or an open door near the path stands higher than the approach allows
         for, the hand rises where it is (if it must) to pass TRANSIT_CLEARANCE above it, moves across
         at that height, and the caller's approach then lowers it straight down: a tall bottle beside
         the start of the path is not knocked over by a slanting descent.
         """
         hand = self.env.robot_proprio()["ee_pos"]
-        # Loose objects and open drawers count; a fixture's body does not: the hand leaves one it
+        # Loose objects and open drawers and doors count; a fixture's body does not: the hand leaves one it
         # has just worked (a door's handle) sideways, as it came.
         inst = self.env.spec.instances()
         fixtures = {i for i in inst if i in self.env.geometry.body_of and self.env.geometry.is_fixture(i)}
         around = self._obstacles(skip | fixtures, -np.inf)
         for f in fixtures - skip:
-            around += self._open_drawers(f, get_model(inst[f]))
+            around += self._open_parts(f, get_model(inst[f]))
         top = highest_top_near(around, hand[:2], approach[:2], HAND_HALF_WIDTH)
         z = min(top + TRANSIT_CLEARANCE, self.env.arena.robot_base[2] + MAX_CARRY_ABOVE_BASE)
         if z <= approach[2] + 0.005:
@@ -924,11 +924,12 @@ class ScriptedExpert:
             out.append(footprint)
             if parts and self.env.geometry.is_fixture(inst):
                 out += standing_out(self.env, inst, footprint)
-            out += self._open_drawers(inst, get_model(instances[inst]))
+            out += self._open_parts(inst, get_model(instances[inst]))
         return out
 
-    def _open_drawers(self, inst: str, model) -> list:
-        """Footprints of a fixture's drawers that stand out of it (pulled open), as `_obstacles` has them."""
+    def _open_parts(self, inst: str, model) -> list:
+        """Footprints of a fixture's moving parts that stand out of it, as `_obstacles` has them: its drawers pulled
+        open, and its doors swung open (`_open_doors`)."""
         g = self.env.geometry
         out = []
         for region_name, part_name in model.controls:
@@ -1195,7 +1196,7 @@ def clearance(point: np.ndarray, obstacles: list, rounded: bool = False) -> floa
 
 def room_inside(point: np.ndarray, direction: np.ndarray, containers: list) -> float:
     """How far (metres) from `point` along the horizontal unit `direction` the nearest of `containers`' footprints
-    (as `clearance` has them, `point` inside each) ends, less DRAWER_WALL: for an open drawer (`_open_drawers`) the
+    (as `clearance` has them, `point` inside each) ends, less DRAWER_WALL: for an open drawer (`_open_parts`) the
     room to its region, whose walls stand 6 to 10 mm further out; for a basket, tray or microwave, whose footprint is
     its outer box, a centimetre or so less than the room to its walls' inner faces."""
     best = 1.0

@@ -231,23 +231,14 @@ def test_a_cabinet_converted_gets_our_model_of_libero_cabinets_height_whose_draw
             env.close()
 
 
-def _expert_run(path, seed: int, steps: int, watch=None) -> tuple[bool, int]:
-    """Reset the task at `path` with `seed` and run the scripted expert until its goal holds or `steps` have run;
-    whether it held, and after how many steps. `watch(env)` is called after every step."""
-    from libero_ll.experts.expert import ScriptedExpert
+def _expert_run(path, seed: int, steps: int) -> tuple[bool, dict]:
+    """The scripted expert on the task at `path` as `collect` runs it (`run_expert_episode`, recording): whether
+    its goal held within `steps`, and the record (per-step observations, the number of steps taken)."""
+    from libero_ll.data.collect import run_expert_episode
 
     env = LiberoEnv(path, EnvConfig(render=False))
     try:
-        env.reset(seed=seed)
-        assert not env.check_goal()
-        expert = ScriptedExpert(env, np.random.default_rng(seed))
-        for t in range(steps):
-            _, _, info = env.step(np.asarray(expert.act(), dtype=np.float32))
-            if watch is not None:
-                watch(env)
-            if info["success"]:
-                return True, t + 1
-        return False, steps
+        return run_expert_episode(env, seed, steps, record=True)
     finally:
         env.close()
 
@@ -288,12 +279,10 @@ def test_a_book_is_carried_into_a_shelf_whose_open_face_is_beside_the_robot(tmp_
     src.write_text(libero_files.SHELF_BESIDE)
     out = tmp_path / "ours"
     assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
-    wrist = []
     for seed in (0, 1):
-        held, steps = _expert_run(out / src.name, seed, 400,
-                                  watch=lambda env: wrist.append(float(env.robot_proprio()["joint_states"][-1])))
+        held, rec = _expert_run(out / src.name, seed, 400)
         assert held, seed
-    assert max(abs(w) for w in wrist) < 2.8
+        assert max(abs(float(o["joint_states"][-1])) for o in rec["obs"]) < 2.8, seed
 
 
 def test_a_pan_beside_a_shelf_is_carried_into_it_without_passing_over_it(tmp_path):
@@ -310,10 +299,8 @@ def test_a_pan_beside_a_shelf_is_carried_into_it_without_passing_over_it(tmp_pat
         "(And (Turnon flat_stove_1))", "(And (In chefmate_8_frypan_1 wooden_two_layer_shelf_1_top_region))"))
     out = tmp_path / "ours"
     assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
-    highest = []
-    held, steps = _expert_run(out / src.name, 0, EXPERT_MAX_STEPS,
-                              watch=lambda env: highest.append(float(env.robot_proprio()["ee_pos"][2])))
-    assert held and steps < EXPERT_MAX_STEPS
+    held, rec = _expert_run(out / src.name, 0, EXPERT_MAX_STEPS)
+    assert held and rec["steps"] < EXPERT_MAX_STEPS
     env = LiberoEnv(out / src.name, EnvConfig(render=False))
     try:
         env.reset(seed=0)
@@ -321,7 +308,7 @@ def test_a_pan_beside_a_shelf_is_carried_into_it_without_passing_over_it(tmp_pat
     finally:
         env.close()
     # The hand (the object hanging below it) never rose over the shelf's top.
-    assert max(highest) < shelf_top + 0.05
+    assert max(float(o["ee_pos"][2]) for o in rec["obs"]) < shelf_top + 0.05
 
 
 def test_a_mug_set_down_in_a_low_microwaves_doorway_and_pushed_in_fits_the_collect_cap(tmp_path):
@@ -336,8 +323,8 @@ def test_a_mug_set_down_in_a_low_microwaves_doorway_and_pushed_in_fits_the_colle
         "(And (In white_yellow_mug_1 microwave_1_heating_region) (Close microwave_1))"))
     out = tmp_path / "ours"
     assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
-    held, steps = _expert_run(out / src.name, 0, EXPERT_MAX_STEPS)
-    assert held and steps < EXPERT_MAX_STEPS
+    held, rec = _expert_run(out / src.name, 0, EXPERT_MAX_STEPS)
+    assert held and rec["steps"] < EXPERT_MAX_STEPS
 
 
 def test_our_own_task_files_turn_no_front_away_from_the_robot():
