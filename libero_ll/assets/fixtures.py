@@ -143,8 +143,12 @@ _CABINET_LOOKS = {
 # LIBERO's cabinets (both of one model) are 19 cm deep, 24 cm wide and 22 cm tall, with drawers 6 cm tall that
 # slide out 16 cm and handles close to their fronts: the size that the layouts of LIBERO's task files are drawn
 # for (a bowl beside a cabinet whose drawer opens over the table; a hand closing the bottom drawer under the top
-# one). `libero-ll convert-tasks` gives their cabinets the `small_` models (docs/interop.md).
-SMALL_CABINET = dict(half=(0.095, 0.12, 0.111), wall=0.008, plinth=0.01, travel=0.16, standoff=0.035)
+# one). `libero-ll convert-tasks` gives their cabinets the `small_` models (docs/interop.md). Their boards are
+# thin (5 mm), so that LIBERO's bowl (5.1 cm tall) stands in a drawer under the board above with 3 mm to spare
+# (LIBERO's drawers leave 5.8 cm), and their handles' bars stand out of the front by 3.2 cm at most, as LIBERO's
+# do (3.1 cm): a bowl put into the bottom drawer, open 15 cm, comes down between its front wall and the middle
+# drawer's handle, 10.9 cm apart.
+SMALL_CABINET = dict(half=(0.095, 0.12, 0.111), wall=0.005, plinth=0.01, travel=0.16, standoff=0.026)
 for _look, (_body, _front, _handle) in _CABINET_LOOKS.items():
     register_category(
         _cabinet(f"{_look}_cabinet", _body, _front, _handle, f"a small {_look} cabinet with three drawers, 34 cm tall")

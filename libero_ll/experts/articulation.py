@@ -23,7 +23,7 @@ import numpy as np
 from libero_ll.assets.categories import get_model
 from libero_ll.assets.fixtures import HANDLE_STANDOFF
 from libero_ll.envs.thresholds import DOOR_OPEN
-from libero_ll.experts.skills import footprints, hand_and_wrist, hand_down_rotation, nearest_equivalent_yaw
+from libero_ll.experts.skills import clearances, footprints, hand_and_wrist, hand_down_rotation, nearest_equivalent_yaw
 
 CLOSED, OPEN = 1.0, -1.0
 # How far past the threshold a part is driven, metres or radians.
@@ -131,8 +131,15 @@ def _pinch_hand(toward: np.ndarray, pitch: float, side: float) -> np.ndarray:
 # to, which on the way to a door's outer face can be on the wrong side of the door or above its top
 # edge.
 APPROACH_LEG = 0.08
-# The hand comes down in front of a face this far further out than where it will work, metres.
+# The hand comes down in front of a face this far further out than where it will work, metres ...
 APPROACH_OUT = 0.05
+# ... or, to push a drawer shut, nearer (in steps of APPROACH_OUT / 5) where something standing there reaches the
+# closed fingers' height: the fingers come down at least this far (metres) from its footprint. LIBERO's
+# KITCHEN_SCENE4, converted, has a bowl 3 cm in front of the open bottom drawer's handle.
+PUSH_FINGERS_CLEAR = 0.02
+# ... and crosses to it this far (metres) above the top of anything standing within reach of its way (`pass_over`):
+# there, a wine bottle 24 cm tall stands 13 cm beside the drawer's handle.
+CROSS_ABOVE = 0.03
 
 
 def _legs(start: np.ndarray, end: np.ndarray, hand: np.ndarray, grip: float) -> list:
@@ -160,7 +167,8 @@ def _follow(
 
 
 def _work_handle(
-    env, handle: np.ndarray, out: np.ndarray, path, pulling: bool, steps: int = 8, depth: float = HOOK_DEPTH
+    env, handle: np.ndarray, out: np.ndarray, path, pulling: bool, steps: int = 8, depth: float = HOOK_DEPTH,
+    approach: float = APPROACH_OUT, over=None,
 ) -> list:
     """Pinch a handle's bar and pull it along `path`, or rest the closed fingers on its front and push.
 
@@ -174,6 +182,9 @@ def _work_handle(
         path: callable(k, n) → (offset of the handle after step k of n, rotation about z of step k).
         steps: waypoints along the path.
         depth: pushing, how far in front of the bar's axis the finger pads' centre rests, metres.
+        approach: pushing, how far in front of that the hand comes down, metres.
+        over: pushing, callable(a, b) → the height (metres) at which the hand crosses from a to b, at least; it
+            crosses at its own height or at the height it comes down from, whichever is higher, without one.
     """
     up = np.array([0, 0, ABOVE])
     if pulling:
@@ -205,12 +216,16 @@ def _work_handle(
     # The hand rises where it is (a slanting way up could meet a door's edge), goes above the
     # working point and a little further out in short legs, then comes straight down and in: a hand
     # that comes down early lands on the door's top edge or behind the door.
-    clear = start + up + out * APPROACH_OUT
+    clear = start + up + out * approach
     hand_at = env.robot_proprio()["ee_pos"]
-    risen = np.array([hand_at[0], hand_at[1], max(hand_at[2], clear[2])])
+    high = max(hand_at[2], clear[2], over(hand_at, clear) if over is not None else -math.inf)
+    risen = np.array([hand_at[0], hand_at[1], high])
     way = _legs(hand_at, risen, hand, CLOSED) if risen[2] > hand_at[2] + 0.01 else []
-    way += _legs(risen, clear, hand, CLOSED)
-    way += [("move", start + out * APPROACH_OUT, hand, CLOSED), ("move", start, hand, CLOSED)]
+    above = np.array([clear[0], clear[1], high])
+    way += _legs(risen, above, hand, CLOSED)
+    if high > clear[2] + 0.01:
+        way += _legs(above, clear, hand, CLOSED)
+    way += [("move", start + out * approach, hand, CLOSED), ("move", start, hand, CLOSED)]
     follow, last, turn = _follow(handle, start, hand, path, CLOSED, steps, via=True)
     back = last + turn @ out * 0.04
     return way + follow + [("move", back, turn @ hand, CLOSED), ("move", back + up, turn @ hand, CLOSED)]
@@ -302,7 +317,31 @@ def drawer(env, inst: str, part: str, opening: bool, rng) -> list:
     path = lambda k, n: (out * travel * k / n, np.eye(3))  # noqa: E731
     if opening:
         return _work_handle(env, handle, out, path, pulling=True)
-    return _work_handle(env, handle, out, path, pulling=False, steps=DRAWER_PUSH_STEPS, depth=DRAWER_PUSH_DEPTH)
+    approach = push_approach(env, inst, handle + out * DRAWER_PUSH_DEPTH, out)
+    return _work_handle(env, handle, out, path, pulling=False, steps=DRAWER_PUSH_STEPS, depth=DRAWER_PUSH_DEPTH,
+                        approach=approach, over=lambda a, b: pass_over(env, inst, a, b))
+
+
+def push_approach(env, inst: str, start: np.ndarray, out: np.ndarray) -> float:
+    """How far in front of `start` (where the closed fingers will push a handle of `inst`, facing the horizontal
+    `out`) they come down: APPROACH_OUT, or the furthest of its fifths whose spot stays PUSH_FINGERS_CLEAR from
+    what (but `inst`) stands there as tall as the fingers reach down; `start` itself when none does."""
+    standing = list(footprints(env, inst, start[2] - 0.01).values())
+    if not standing:
+        return APPROACH_OUT
+    options = np.linspace(APPROACH_OUT, 0.0, 6)
+    gaps = clearances(start[:2] + options[:, None] * out[:2], standing, rounded=True)
+    return float(next((a for a, gap in zip(options, gaps) if gap >= PUSH_FINGERS_CLEAR), 0.0))
+
+
+def pass_over(env, inst: str, a: np.ndarray, b: np.ndarray) -> float:
+    """The height (metres; -inf where nothing is in the way) at which the hand, crossing from `a` to `b` on its way
+    to push a handle of `inst`, passes CROSS_ABOVE over what (but `inst`) stands within HAND_HALF_LENGTH of its
+    way and reaches above the lower end."""
+    standing = list(footprints(env, inst, min(a[2], b[2])).values())
+    way = a[:2] + np.linspace(0.0, 1.0, 11)[:, None] * (b[:2] - a[:2])
+    tops = [f[4] for f in standing if clearances(way, [f], rounded=True).min() < HAND_HALF_LENGTH]
+    return max(tops, default=-math.inf) + CROSS_ABOVE
 
 
 def door(env, inst: str, part: str, opening: bool, rng) -> list:

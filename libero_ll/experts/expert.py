@@ -40,6 +40,7 @@ from libero_ll.experts.tip_over import standing_spot, stands_too_tall, tip_over_
 from libero_ll.experts.skills import (
     PART_STANDS_CLOSED,
     POS_SCALE,
+    clearances,
     footprints,
     hand_and_wrist,
     is_round,
@@ -104,7 +105,10 @@ from libero_ll.experts.skills import (
 # 0.27 carries an object into a layer without passing over the layer's fixture where the way to the layer's entry
 # only leaves the fixture further behind (`_left_behind`: LIBERO's frying pan, converted, beside the shelf it goes
 # into, had been lifted over the shelf's top at the edge of the arm's reach).
-EXPERT_VERSION = "scripted-expert 0.27"
+# 0.28 pushes a drawer shut with fingers that come down nearer its handle where something stands in front of it
+# (`articulation.push_approach`: a bowl 3 cm in front of LIBERO's bottom drawer, converted), and crosses to the
+# handle above what stands in the way (`articulation.pass_over`: the wine bottle beside it).
+EXPERT_VERSION = "scripted-expert 0.28"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.
@@ -1209,21 +1213,6 @@ def room_inside(point: np.ndarray, direction: np.ndarray, containers: list) -> f
             if abs(u) > 1e-9:
                 best = min(best, ((h if u > 0 else -h) - p) / u)
     return best - DRAWER_WALL
-
-
-def clearances(points: np.ndarray, obstacles: list, rounded: bool = False) -> np.ndarray:
-    """`clearance` of each of `points` (an (n, 2) array): the distance to the nearest footprint, at most 1."""
-    best = np.ones(len(points))
-    for centre, yaw, hx, hy, *rest in obstacles:
-        d = points - np.asarray(centre, dtype=float)[:2]
-        if rounded and len(rest) > 1 and rest[1]:
-            best = np.minimum(best, np.maximum(np.hypot(d[:, 0], d[:, 1]) - hx, 0.0))
-            continue
-        c, s = math.cos(yaw), math.sin(yaw)
-        gap_x = np.maximum(np.abs(c * d[:, 0] + s * d[:, 1]) - hx, 0.0)
-        gap_y = np.maximum(np.abs(-s * d[:, 0] + c * d[:, 1]) - hy, 0.0)
-        best = np.minimum(best, np.hypot(gap_x, gap_y))
-    return best
 
 
 def footprint_gap(xy: np.ndarray, yaw: float, model, others: list) -> float:

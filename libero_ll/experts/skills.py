@@ -196,3 +196,20 @@ def wrist_safe_yaw(close_dir: float, turn: float, current_rot: np.ndarray, wrist
     cands = [close_dir, close_dir + math.pi, close_dir - math.pi]
     within = [c for c in cands if abs(wrist - wrap_angle(c - now)) <= WRIST_LIMIT] or cands
     return min(within, key=lambda c: (abs(wrist - wrap_angle(c - now) - turn), abs(wrap_angle(c - now))))
+
+
+def clearances(points: np.ndarray, obstacles: list, rounded: bool = False) -> np.ndarray:
+    """The horizontal distance (metres) from each of `points` (an (n, 2) array) to the nearest of `obstacles`'
+    footprints (as `footprints` has them), at most 1; with `rounded`, a footprint marked round is its inscribed
+    circle, one without the mark (five numbers) a box."""
+    best = np.ones(len(points))
+    for centre, yaw, hx, hy, *rest in obstacles:
+        d = points - np.asarray(centre, dtype=float)[:2]
+        if rounded and len(rest) > 1 and rest[1]:
+            best = np.minimum(best, np.maximum(np.hypot(d[:, 0], d[:, 1]) - hx, 0.0))
+            continue
+        c, s = math.cos(yaw), math.sin(yaw)
+        gap_x = np.maximum(np.abs(c * d[:, 0] + s * d[:, 1]) - hx, 0.0)
+        gap_y = np.maximum(np.abs(-s * d[:, 0] + c * d[:, 1]) - hy, 0.0)
+        best = np.minimum(best, np.hypot(gap_x, gap_y))
+    return best

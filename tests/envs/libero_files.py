@@ -506,6 +506,74 @@ SHELF_BESIDE = """\
 """
 
 
+# LIBERO's white cabinet (yaw 0: drawers on the -y side of its frame) on the right of a kitchen table, its bottom
+# drawer open towards the table's middle, a bowl in front of it and a wine bottle beside: LIBERO-10's
+# KITCHEN_SCENE4 (the bowl's and the bottle's regions narrowed to 2 cm).
+BOTTOM_DRAWER = """\
+(define (problem LIBERO_Kitchen_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language put the black bowl in the bottom drawer of the cabinet and close it)
+    (:regions
+      (white_cabinet_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (-0.01 0.29 0.01 0.31)
+            )
+          )
+          (:yaw_rotation (
+              (0.0 0.0)
+            )
+          )
+      )
+      (akita_black_bowl_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (0.04 -0.06 0.06 -0.04)
+            )
+          )
+      )
+      (wine_bottle_init_region
+          (:target kitchen_table)
+          (:ranges (
+              (-0.14 0.02 -0.12 0.04)
+            )
+          )
+      )
+      (bottom_region
+          (:target white_cabinet_1)
+      )
+    )
+
+  (:fixtures
+    kitchen_table - kitchen_table
+    white_cabinet_1 - white_cabinet
+  )
+
+  (:objects
+    akita_black_bowl_1 - akita_black_bowl
+    wine_bottle_1 - wine_bottle
+  )
+
+  (:obj_of_interest
+    akita_black_bowl_1
+    white_cabinet_1
+  )
+
+  (:init
+    (On akita_black_bowl_1 kitchen_table_akita_black_bowl_init_region)
+    (On wine_bottle_1 kitchen_table_wine_bottle_init_region)
+    (On white_cabinet_1 kitchen_table_white_cabinet_init_region)
+    (Open white_cabinet_1_bottom_region)
+  )
+
+  (:goal
+    (And (Close white_cabinet_1_bottom_region) (In akita_black_bowl_1 white_cabinet_1_bottom_region))
+  )
+
+)
+"""
+
+
 def write_folder(folder: Path) -> list[Path]:
     """Write every file into `folder` as <name>.bddl; returns their paths in name order."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ goal false, and say what they needed (tests/envs/libero_files.py has one file pe
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import libero_files
 import mujoco
@@ -325,6 +326,62 @@ def test_a_mug_set_down_in_a_low_microwaves_doorway_and_pushed_in_fits_the_colle
     assert main(["convert-tasks", str(src), "--out", str(out)]) == 0
     held, rec = _expert_run(out / src.name, 0, EXPERT_MAX_STEPS)
     assert held and rec["steps"] < EXPERT_MAX_STEPS
+
+
+def _converted_bottom_drawer(tmp_path, goal: str | None = None) -> Path:
+    """LIBERO-10's KITCHEN_SCENE4 (`libero_files.BOTTOM_DRAWER`), with another goal if given, converted."""
+    name = "put_the_black_bowl_in_the_bottom_drawer_of_the_cabinet_and_close_it" if goal is None else \
+        "close_the_bottom_drawer_of_the_cabinet"
+    src = tmp_path / f"{name}.bddl"
+    text = libero_files.BOTTOM_DRAWER
+    if goal is not None:
+        text = text.replace(
+            "(And (Close white_cabinet_1_bottom_region) (In akita_black_bowl_1 white_cabinet_1_bottom_region))", goal)
+    src.write_text(text)
+    assert main(["convert-tasks", str(src), "--out", str(tmp_path / "ours")]) == 0
+    return tmp_path / "ours" / src.name
+
+
+def test_a_bowl_is_put_into_a_converted_cabinets_bottom_drawer_under_the_board_above_and_shut_in(tmp_path):
+    """LIBERO-10's KITCHEN_SCENE4, converted: LIBERO's bowl (5.1 cm tall) goes into the small cabinet's bottom drawer,
+    between its front wall and the middle drawer's handle above, and the drawer shuts over it. With the small
+    cabinet's boards 8 mm thick the drawer left 5.0 cm under the board above, and with its handles 3.5 cm off the
+    front the bowl came down on the handles above: 0 of 5 demos (docs/interop.md)."""
+    from libero_ll.data.collect import EXPERT_MAX_STEPS
+
+    path = _converted_bottom_drawer(tmp_path)
+    for seed in (2, 4):
+        assert _expert_run(path, seed, EXPERT_MAX_STEPS)[0], seed
+
+
+def test_a_drawer_is_pushed_shut_by_fingers_that_come_down_clear_of_a_bowl_in_front_of_it(tmp_path):
+    """The same scene, to shut the bottom drawer: the bowl stands 3 cm in front of its handle. The closed fingers
+    come down nearer the handle than usual (`push_approach`); coming down 5 cm in front of where they push, they
+    landed on the bowl's rim and the drawer stayed open."""
+    path = _converted_bottom_drawer(tmp_path, "(And (Close white_cabinet_1_bottom_region))")
+    for seed in (2, 3):
+        assert _expert_run(path, seed, 300)[0], seed
+
+
+def test_the_hand_crosses_to_a_drawer_it_pushes_over_a_bottle_standing_in_its_way(tmp_path):
+    """The hand goes from the robot's home to the bottom drawer's handle past the wine bottle (24 cm tall), whose top
+    is above both ends of the way: it crosses CROSS_ABOVE over the bottle's top (`pass_over`), not at its own
+    height (where, coming down nearer the handle, it had knocked the bottle over)."""
+    from libero_ll.assets.categories import get_model
+    from libero_ll.experts.articulation import CROSS_ABOVE, drawer
+
+    path = _converted_bottom_drawer(tmp_path, "(And (Close white_cabinet_1_bottom_region))")
+    env = LiberoEnv(path, EnvConfig(render=False))
+    try:
+        env.reset(seed=0)
+        g = env.geometry
+        bottle_top = float(g.pos("wine_bottle_1")[2]) + get_model("wine_bottle").half_size[2]
+        hand = env.robot_proprio()["ee_pos"]
+        way = drawer(env, "white_cabinet_1", "bottom_drawer", False, np.random.default_rng(0))
+        assert bottle_top > hand[2] and bottle_top > way[-1][1][2]
+        assert max(float(w[1][2]) for w in way if w[0] in ("move", "via")) >= bottle_top + CROSS_ABOVE - 1e-9
+    finally:
+        env.close()
 
 
 def test_our_own_task_files_turn_no_front_away_from_the_robot():

@@ -95,6 +95,18 @@ def test_each_libero_sized_category_is_a_model_here_of_the_same_kind_and_smaller
         model = get_model(LIBERO_SIZED[cabinet])
         assert [2 * h for h in model.half_size] == pytest.approx([0.19, 0.24, 0.222], abs=0.002)
         assert {p.joint.range for p in model.parts} == {(0.0, 0.16)}
+        # Each drawer holds LIBERO's bowl (5.1 cm tall) under the board above it, with room to spare (LIBERO's: 5.8
+        # cm), and the handles stand out of the front no further than LIBERO's (3.1 cm): a bowl put into the bottom
+        # drawer comes down between its front wall and the middle drawer's handle.
+        bowl_height = 2 * get_model(LIBERO_SIZED["akita_black_bowl"]).half_size[2]
+        for part in model.parts:
+            (region,) = part.regions
+            floor = part.pos[2] + region.pos[2] - region.half_size[2]
+            board = min(g.pos[2] - g.half_extent()[2] for g in model.geoms
+                        if g.collide and g.pos[2] - g.half_extent()[2] >= floor)
+            assert board - floor >= bowl_height + 0.003, part.name
+            cx, _, hx, _ = model.standing_out(part.name)
+            assert cx + hx - model.half_size[0] <= 0.033, part.name
     microwave = get_model(LIBERO_SIZED["microwave"])
     assert [2 * h for h in microwave.half_size] == pytest.approx([0.22, 0.345, 0.187], abs=0.002)
     door = microwave.part("door")
