@@ -23,7 +23,14 @@ import numpy as np
 from libero_ll.assets.categories import get_model
 from libero_ll.assets.fixtures import HANDLE_STANDOFF
 from libero_ll.envs.thresholds import DOOR_OPEN
-from libero_ll.experts.skills import clearances, footprints, hand_and_wrist, hand_down_rotation, nearest_equivalent_yaw
+from libero_ll.experts.skills import (
+    clearances,
+    footprints,
+    hand_and_wrist,
+    hand_down_rotation,
+    highest_top_near,
+    nearest_equivalent_yaw,
+)
 
 CLOSED, OPEN = 1.0, -1.0
 # How far past the threshold a part is driven, metres or radians.
@@ -336,12 +343,10 @@ def push_approach(env, inst: str, start: np.ndarray, out: np.ndarray) -> float:
 
 def pass_over(env, inst: str, a: np.ndarray, b: np.ndarray) -> float:
     """The height (metres; -inf where nothing is in the way) at which the hand, crossing from `a` to `b` on its way
-    to push a handle of `inst`, passes CROSS_ABOVE over what (but `inst`) stands within HAND_HALF_LENGTH of its
-    way and reaches above the lower end."""
+    to push a handle of `inst`, passes CROSS_ABOVE over what (but `inst`) stands near its way (`highest_top_near`,
+    within HAND_HALF_LENGTH) and reaches above the lower end."""
     standing = list(footprints(env, inst, min(a[2], b[2])).values())
-    way = a[:2] + np.linspace(0.0, 1.0, 11)[:, None] * (b[:2] - a[:2])
-    tops = [f[4] for f in standing if clearances(way, [f], rounded=True).min() < HAND_HALF_LENGTH]
-    return max(tops, default=-math.inf) + CROSS_ABOVE
+    return highest_top_near(standing, a, b, HAND_HALF_LENGTH) + CROSS_ABOVE
 
 
 def door(env, inst: str, part: str, opening: bool, rng) -> list:

@@ -43,6 +43,7 @@ from libero_ll.experts.skills import (
     clearances,
     footprints,
     hand_and_wrist,
+    highest_top_near,
     is_round,
     hand_down_rotation,
     nearest_equivalent_yaw,
@@ -1256,19 +1257,6 @@ def fit_turn(yaw: float, model, region, margin: float = 0.012) -> float:
         return 0.0
     candidates = [wrap_angle(region_yaw + k * math.pi / 2 - yaw) for k in range(4)]
     return max(candidates, key=lambda t: (round(slack(yaw + t), 4), -abs(t)))
-
-
-def highest_top_near(footprints: list, a: np.ndarray, b: np.ndarray, radius: float) -> float:
-    """The highest top (z, metres) of the footprints (as `ScriptedExpert._obstacles` has them) near segment a-b.
-
-    Near: within `radius` + 2 cm of one of 11 points along the segment; -inf when none is.
-    """
-    top = -np.inf
-    for footprint in footprints:
-        along = (a + (b - a) * t for t in np.linspace(0.0, 1.0, 11))
-        if any(clearance(point, [footprint]) < radius + 0.02 for point in along):
-            top = max(top, footprint[4])
-    return top
 
 
 def _wrap_half(a: float) -> float:

@@ -213,3 +213,13 @@ def clearances(points: np.ndarray, obstacles: list, rounded: bool = False) -> np
         gap_y = np.maximum(np.abs(-s * d[:, 0] + c * d[:, 1]) - hy, 0.0)
         best = np.minimum(best, np.hypot(gap_x, gap_y))
     return best
+
+
+def highest_top_near(footprints: list, a: np.ndarray, b: np.ndarray, radius: float) -> float:
+    """The highest top (z, metres) of the footprints (as `footprints` has them) near segment a-b.
+
+    Near: within `radius` + 2 cm of one of 11 points along the segment; -inf when none is.
+    """
+    a, b = np.asarray(a, dtype=float)[:2], np.asarray(b, dtype=float)[:2]
+    way = a + np.linspace(0.0, 1.0, 11)[:, None] * (b - a)
+    return max((f[4] for f in footprints if float(clearances(way, [f]).min()) < radius + 0.02), default=-np.inf)
