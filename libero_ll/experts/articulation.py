@@ -351,7 +351,8 @@ def pass_over(env, inst: str, a: np.ndarray, b: np.ndarray) -> float:
 
 def door(env, inst: str, part: str, opening: bool, rng) -> list:
     """Swing a door open (to DOOR_PULL_TO) or shut by its handle, turning the wrist with it."""
-    joint = get_model(env.spec.instances()[inst]).part(part).joint
+    model = get_model(env.spec.instances()[inst])
+    joint = model.part(part).joint
     hinge, rot = _body(env, f"{inst}_{part}")
     handle, _ = _site(env, f"{inst}_{part}_handle")
     handle = handle + rot[:, 1] * rng.uniform(-0.015, 0.015)
@@ -388,14 +389,13 @@ def door(env, inst: str, part: str, opening: bool, rng) -> list:
             turn = _rot_z(sign * dq * k / n)
             return turn @ (contact - hinge) + hinge - contact, turn
 
-        model = get_model(env.spec.instances()[inst])
         top = env.geometry.pos(inst)[2] + model.half_size[2]
         return _push_inside(env, contact, -rot[:, 0], inside_path, top)
     # Shut, the finger tips push the door's outer face just below its top edge, so that the hand
     # (20 cm wide along the door) passes above the handle and the appliance's top: the handle of a
     # wide-open door is out of the Panda's reach.
     local = rot.T @ (handle - hinge)
-    top_edge = max(g.pos[2] + g.size[2] for g in get_model(env.spec.instances()[inst]).part(part).geoms if g.type == "box")
+    top_edge = max(g.pos[2] + g.size[2] for g in model.part(part).geoms if g.type == "box")
     high = min(DOOR_PUSH_HIGH, top_edge - local[2] - DOOR_PUSH_BELOW_TOP)
     contact = hinge + rot @ np.array([local[0] - HANDLE_STANDOFF + 0.015, DOOR_PUSH_AT * local[1], local[2] + high])
 

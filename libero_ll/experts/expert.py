@@ -109,7 +109,10 @@ from libero_ll.experts.skills import (
 # 0.28 pushes a drawer shut with fingers that come down nearer its handle where something stands in front of it
 # (`articulation.push_approach`: a bowl 3 cm in front of LIBERO's bottom drawer, converted), and crosses to the
 # handle above what stands in the way (`articulation.pass_over`: the wine bottle beside it).
-EXPERT_VERSION = "scripted-expert 0.28"
+# 0.29 leaves out of the carrying height any fixture that the way to the place only leaves further behind, as 0.27 did
+# for a layer's own fixture (`_left_behind`: LIBERO's frying pan, converted, carried from beside a shelf onto the stove,
+# was lifted over the shelf's top).
+EXPERT_VERSION = "scripted-expert 0.29"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.
@@ -680,7 +683,8 @@ class ScriptedExpert:
         # The target and the fixture its region belongs to are left out: the place height already
         # accounts for them, and a region inside a fixture (a shelf's layer, a drawer) is entered
         # from the front, not over the fixture's top.
-        carry_z = max(carry_z, self._pass_over(step, model, grasp, place[:2], skip))
+        fixtures = {i for i in inst if i in g.body_of and g.is_fixture(i) and i != g.workspace_name} - skip
+        carry_z = max(carry_z, self._pass_over(step, model, grasp, place[:2], skip | self._left_behind(step.obj, target_xy, fixtures)))
         carry = self._carry_speed(step, grasp)
         up = np.array([0, 0, 1.0])
         lift_xy = grasp[:2] - from_base * FAR_DRAW_IN if far else grasp[:2]
@@ -819,7 +823,9 @@ class ScriptedExpert:
         # The object comes to the layer from the side: it is carried at the height it goes in at,
         # or over everything near the way there, the fixture too (the path must not cut across it).
         carry_z = max(grasp[2] + APPROACH_HEIGHT / 2, layer.floor + model.grasp.height + 2 * LAYER_CLEARANCE)
-        carry_z = max(carry_z, self._pass_over(step, model, grasp, entry[:2], {step.obj} | self._left_behind(step, entry)))
+        owner = owner_of(step.goal.args[1], self.env.spec.instances())
+        behind = self._left_behind(step.obj, entry, {owner[0]} if owner else set())
+        carry_z = max(carry_z, self._pass_over(step, model, grasp, entry[:2], {step.obj} | behind))
         carry = self._carry_speed(step, grasp)
         insert = insert_waypoints(layer, model, offset_in, yaw_in, turned @ hand_rot, pitched, lateral, carry_z, carry)
         self._stall_within = len(insert)
@@ -829,21 +835,28 @@ class ScriptedExpert:
             + insert
         )
 
-    def _left_behind(self, step, entry: np.ndarray) -> set:
-        """The layer's fixture, when the way from the object to the layer's entry only leaves it further behind
-        (every point of it at least as far from the fixture's footprint as the object is now), else nothing.
+    def _left_behind(self, obj: str, end: np.ndarray, fixtures: set) -> set:
+        """Of `fixtures`, those that the way of `obj`'s centre from where it stands beside them to `end` (xy) only
+        leaves further behind: every point of the way at least as far from the fixture (its box, its drawers pulled
+        out and its doors swung open) as the object is now. A fixture the object stands in or on is not left behind:
+        a way out of its footprint can cross the rest of it (from a drawer over the cabinet).
 
-        Carried there, the object need not pass over the fixture: LIBERO's frying pan, converted, stands beside
-        the shelf it goes into, and was lifted over the shelf's top (1.35 m up, at the edge of the arm's reach).
+        Carried there, the object need not pass over them. LIBERO's frying pan, converted, stands beside the shelf it
+        goes into, and was lifted over the shelf's top (1.35 m up, at the edge of the arm's reach); carried from
+        beside the shelf onto the stove, it took 271 steps to rise that high and did not reach the stove in 600.
         """
-        owner = owner_of(step.goal.args[1], self.env.spec.instances())
-        fixture = footprints(self.env, set(), -np.inf).get(owner[0]) if owner else None
-        if fixture is None:
-            return set()
-        start = self.env.geometry.pos(step.obj)[:2]
-        way = start + np.linspace(0.0, 1.0, 11)[:, None] * (np.asarray(entry[:2]) - start)
-        gaps = clearances(way, [fixture])
-        return {owner[0]} if float(gaps.min()) >= float(gaps[0]) - 1e-6 else set()
+        boxes = footprints(self.env, set(), -np.inf)
+        inst = self.env.spec.instances()
+        start = self.env.geometry.pos(obj)[:2]
+        way = start + np.linspace(0.0, 1.0, 11)[:, None] * (np.asarray(end[:2], dtype=float) - start)
+        out = set()
+        for f in sorted(fixtures):
+            if f not in boxes:
+                continue
+            gaps = clearances(way, [boxes[f], *self._open_parts(f, get_model(inst[f]))])
+            if gaps[0] > 0.0 and float(gaps.min()) >= float(gaps[0]) - 1e-6:
+                out.add(f)
+        return out
 
     def _slide_in(self, step: SlideIn, model) -> list:
         """Waypoints that push an object lying in a layer's mouth further in, with the closed fingers along the open face."""

@@ -834,3 +834,27 @@ def test_mugs_and_only_mugs_ask_for_fingers_closed_until_they_stop():
         assert get_model(mug).grasp.close_until_still
     for other in ("akita_black_bowl", "white_bowl", "alphabet_soup", "cream_cheese"):
         assert not get_model(other).grasp.close_until_still
+
+
+def test_a_fixture_is_left_behind_by_a_thing_carried_away_from_beside_it_not_by_one_taken_out_of_it():
+    """`ScriptedExpert._left_behind` (expert 0.29): libero_goal's bowl stands beside the cabinet, and the way to the
+    plate only leaves the cabinet further behind, so the bowl is not lifted over it; libero_spatial's bowl stands in
+    the cabinet's open top drawer, and a way out of a fixture can cross the rest of it, so that cabinet is not left
+    behind; nor is one that the way comes nearer to."""
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.experiments.lifelong import suite_tasks
+    from libero_ll.experts.expert import ScriptedExpert
+
+    beside = suite_tasks("libero_goal", ["put_the_bowl_on_the_plate"])[0]
+    inside = suite_tasks(
+        "libero_spatial", ["pick_up_the_black_bowl_in_the_top_drawer_of_the_wooden_cabinet_and_place_it_on_the_plate"])[0]
+    for task, left in ((beside, {"wooden_cabinet_1"}), (inside, set())):
+        env = LiberoEnv(task, EnvConfig(render=False))
+        try:
+            env.reset(seed=0)
+            expert = ScriptedExpert(env, np.random.default_rng(0))
+            plate, cabinet = env.geometry.pos("plate_1"), env.geometry.pos("wooden_cabinet_1")
+            assert expert._left_behind("akita_black_bowl_1", plate, {"wooden_cabinet_1"}) == left, task
+            assert expert._left_behind("akita_black_bowl_1", cabinet, {"wooden_cabinet_1"}) == set(), task
+        finally:
+            env.close()
