@@ -112,7 +112,10 @@ from libero_ll.experts.skills import (
 # 0.29 leaves out of the carrying height any fixture that the way to the place only leaves further behind, as 0.27 did
 # for a layer's own fixture (`_left_behind`: LIBERO's frying pan, converted, carried from beside a shelf onto the stove,
 # was lifted over the shelf's top).
-EXPERT_VERSION = "scripted-expert 0.29"
+# 0.30 may hold a box lying flat up to BODY_SHIFT off its middle along the fingers' pads (`rim_candidates`), where
+# held at its middle the hand's housing would come down on something beside it (LIBERO's cream cheese, converted,
+# beside the tomato sauce).
+EXPERT_VERSION = "scripted-expert 0.30"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.
@@ -1147,6 +1150,11 @@ ROUND_RIMS = {
     "red_coffee_mug": (12, True),
     "white_yellow_mug": (12, True),
 }
+# An object held across its middle (a "body" grasp) may also be held this far (metres) to either side of it, along the
+# fingers' pads, as long as that leaves BODY_SHIFT_EDGE to its end, and not when that leaves less than BODY_SHIFT_LEAST.
+BODY_SHIFT = 0.035
+BODY_SHIFT_EDGE = 0.01
+BODY_SHIFT_LEAST = 0.03
 # Beyond this clearance (metres) from other things, a pinch point is as good as any.
 GRASP_CLEARANCE = 0.05
 # The object's own grasp hint is taken whenever it has this much clearance (metres): room for the outer
@@ -1189,6 +1197,17 @@ def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], floa
     """
     hint = model.grasp
     out = [(tuple(hint.offset), hint.across_yaw)]
+    if hint.kind == "body" and not is_round(model):
+        # Held across its middle, a box lying flat can be held off its middle too, along the fingers' pads: the hand,
+        # 20 cm long along its closing direction, then comes down further from what stands at one end of it (LIBERO's
+        # cream cheese, converted, beside the tomato sauce). Not a thing standing up (a bottle, a carton): held off
+        # its middle it tilts in the fingers (LIBERO's barbecue sauce, 1.7 cm off, 3 of 5 episodes).
+        along = (-math.sin(hint.across_yaw), math.cos(hint.across_yaw))
+        half = abs(along[0]) * model.half_size[0] + abs(along[1]) * model.half_size[1]
+        shift = min(BODY_SHIFT, half - BODY_SHIFT_EDGE)
+        if shift >= BODY_SHIFT_LEAST and model.half_size[2] < half:
+            out += [((hint.offset[0] + s * along[0], hint.offset[1] + s * along[1]), hint.across_yaw) for s in (shift, -shift)]
+        return out
     if hint.kind != "rim" or category not in ROUND_RIMS:
         return out
     n, handle = ROUND_RIMS[category]

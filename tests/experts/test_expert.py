@@ -858,3 +858,68 @@ def test_a_fixture_is_left_behind_by_a_thing_carried_away_from_beside_it_not_by_
             assert expert._left_behind("akita_black_bowl_1", cabinet, {"wooden_cabinet_1"}) == set(), task
         finally:
             env.close()
+
+
+CREAM_CHEESE_BESIDE_A_BOTTLE = """\
+(define (problem LIBERO_Floor_Manipulation)
+  (:domain robosuite)
+  (:language Pick the cream cheese and place it in the basket)
+  (:regions
+    (bin_region (:target floor) (:ranges ((-0.01 0.25 0.01 0.27))))
+    (cheese_region (:target floor) (:ranges ((0.055 -0.122 0.059 -0.118))) (:yaw_rotation ((0.0 0.0))))
+    (sauce_region (:target floor) (:ranges ((0.086 -0.178 0.09 -0.174))))
+    (contain_region (:target basket_1))
+  )
+  (:fixtures floor - floor)
+  (:objects cream_cheese_1 - cream_cheese basket_1 - basket tomato_sauce_1 - tomato_sauce)
+  (:obj_of_interest cream_cheese_1 basket_1)
+  (:init
+    (On cream_cheese_1 floor_cheese_region)
+    (On tomato_sauce_1 floor_sauce_region)
+    (On basket_1 floor_bin_region)
+  )
+  (:goal (And (In cream_cheese_1 basket_1_contain_region)))
+)
+"""
+
+
+def test_a_box_lying_flat_may_be_held_off_its_middle_and_a_bottle_may_not():
+    from libero_ll.assets.categories import get_model
+    from libero_ll.experts.expert import BODY_SHIFT, rim_candidates
+
+    cheese = get_model("cream_cheese")
+    hint = (tuple(cheese.grasp.offset), cheese.grasp.across_yaw)
+    # Closing across the box (along its y), the pads run along its x: held up to BODY_SHIFT either side of the middle.
+    got = rim_candidates("cream_cheese", cheese)
+    assert got[0] == hint and len(got) == 3
+    assert sorted(np.round([offset for offset, _ in got[1:]], 6).tolist()) == [[-BODY_SHIFT, 0.0], [BODY_SHIFT, 0.0]]
+    assert all(across == cheese.grasp.across_yaw for _, across in got)
+    for standing in ("bbq_sauce", "milk", "ketchup", "moka_pot", "black_book"):
+        assert len(rim_candidates(standing, get_model(standing))) == 1, standing
+
+
+def test_a_box_beside_a_bottle_is_held_off_its_middle_away_from_the_bottle(tmp_path):
+    """LIBERO-Object's cream cheese, converted, stood 6 cm beside the tomato sauce: held at its middle, the hand's
+    housing came down on the sauce, stopped 3 cm above the grasp and closed on nothing (1 of 5 demo seeds). Expert 0.30
+    holds it off its middle, away from the sauce."""
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+    from libero_ll.experts.expert import ScriptedExpert
+
+    path = tmp_path / "pick_up_the_cream_cheese_and_place_it_in_the_basket.bddl"
+    path.write_text(CREAM_CHEESE_BESIDE_A_BOTTLE)
+    env = LiberoEnv(str(path), EnvConfig(render=False))
+    try:
+        for seed in (1, 2):
+            env.reset(seed=seed)
+            start = env.geometry.pos("cream_cheese_1")
+            expert = ScriptedExpert(env, np.random.default_rng(seed))
+            grasp = [w for w in expert._queue if w[0] == "move"][2][1]  # above, the approach, then the grasp
+            assert start[0] - grasp[0] > 0.02, seed  # towards the robot, away from the sauce
+            done = False
+            for _ in range(300):
+                _, done, _ = env.step(np.asarray(expert.act(), dtype=np.float32))
+                if done:
+                    break
+            assert done, seed
+    finally:
+        env.close()
