@@ -112,10 +112,14 @@ from libero_ll.experts.skills import (
 # 0.29 leaves out of the carrying height any fixture that the way to the place only leaves further behind, as 0.27 did
 # for a layer's own fixture (`_left_behind`: LIBERO's frying pan, converted, carried from beside a shelf onto the stove,
 # was lifted over the shelf's top).
-# 0.30 may hold a box lying flat up to BODY_SHIFT off its middle along the fingers' pads (`rim_candidates`), where
+# 0.30 may hold a box lying flat up to BODY_SHIFT off its middle along the fingers' pads (`pinch_candidates`), where
 # held at its middle the hand's housing would come down on something beside it (LIBERO's cream cheese, converted,
 # beside the tomato sauce).
-EXPERT_VERSION = "scripted-expert 0.30"
+# 0.31 pushes a thing standing on the table under or beside an open drawer out from under it, from behind or, a bowl,
+# from inside its rim, where no pinch leaves the hand's housing room to come down or its wrist clear of the drawer
+# (`Nudge`, `_out_from_under`: LIBERO-90's KITCHEN_SCENE10 bowl, converted); an open drawer over a thing is no longer
+# taken for a container it stands in.
+EXPERT_VERSION = "scripted-expert 0.31"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.
@@ -280,6 +284,17 @@ class Push:
 
     obj: str
     goal: Predicate
+
+
+@dataclass
+class Nudge:
+    """Push `obj` along the table to `to` (world x, y), from behind or, `inside`, from inside its rim with the finger
+    pads `height` above the table: out from under an open drawer (`ScriptedExpert._out_from_under`)."""
+
+    obj: str
+    to: np.ndarray
+    inside: bool
+    height: float
 
 
 @dataclass
@@ -503,6 +518,9 @@ class ScriptedExpert:
         if isinstance(step, TipOver):
             self._queue = self._tip_over(step, model)
             return
+        if isinstance(step, Nudge):
+            self._queue = self._nudge(step, model)
+            return
         if isinstance(step, Push):
             target_xy, bottom_z = self._target(step, model)
             pos = g.pos(step.obj)
@@ -529,12 +547,19 @@ class ScriptedExpert:
         # direction, what the hand's housing could meet (tops reaching its bottom).
         obstacles = self._obstacles(step.obj, grasp_z)
         under_hand = [o for o in obstacles if o[4] >= grasp_z + HAND_BOTTOM_ABOVE_GRIP]
+        # An open drawer standing over the object (its floor above the object's top) is in the way, wherever the
+        # object's centre lies, not a container it stands in.
+        over_it = self._drawers_over(pos[2] + model.half_size[2])
+
+        def beside_it(o) -> bool:
+            return clearance(pos[:2], [o]) > 0.0 or _key(o) in over_it
+
         # What the open outer finger could come down on: not a container the object stands in (a drawer
         # around a bowl), whose floor lies below the fingers.
-        beside = [o for o in obstacles if clearance(pos[:2], [o]) > 0.0]
+        beside = [o for o in obstacles if beside_it(o)]
         # The walls of a container the object stands in whose top reaches the fingers (a bowl in an open drawer):
         # the outer finger must come down inside them.
-        around_it = [o for o in obstacles if clearance(pos[:2], [o]) == 0.0 and o[4] >= grasp_z]
+        around_it = [o for o in obstacles if not beside_it(o) and o[4] >= grasp_z]
         # What the hand's housing could come down on: anything beside the object whose top reaches the housing's
         # bottom (HAND_BOTTOM_ABOVE_GRIP above the fingers), anywhere under the housing (HAND_HALF_LENGTH along
         # the closing direction either side of the pinch). Pinched where it came down on the side wall of an open
@@ -542,7 +567,7 @@ class ScriptedExpert:
         # A fixture's closed drawers' handles count here (`skills.standing_out`): beside LIBERO-Spatial's
         # cabinet, the housing came down on a handle 6 cm out of the cabinet's box, short of the bowl's rim.
         around = [o for o in self._obstacles(step.obj, grasp_z, parts=True)
-                  if o[4] >= grasp_z + HAND_BOTTOM_ABOVE_GRIP and clearance(pos[:2], [o]) > 0.0]
+                  if o[4] >= grasp_z + HAND_BOTTOM_ABOVE_GRIP and beside_it(o)]
         best = None
         base = np.asarray(env.arena.robot_base[:2])
         layer = find_layer(env, step.goal.args[1])
@@ -560,7 +585,7 @@ class ScriptedExpert:
             place_around = [o for o in self._obstacles({step.obj, step.goal.args[1]}, place_grip_z + HAND_BOTTOM_ABOVE_GRIP)
                             if o[4] >= place_grip_z + HAND_BOTTOM_ABOVE_GRIP]
             place_check = (tgt[:2], place_around)
-        for k, (offset, across) in enumerate(rim_candidates(inst[step.obj], model)):
+        for k, (offset, across) in enumerate(pinch_candidates(inst[step.obj], model)):
             off = np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]])
             radial = np.array([math.cos(yaw + across), math.sin(yaw + across)])
             point = pos[:2] + off
@@ -602,6 +627,14 @@ class ScriptedExpert:
             facing = -float(off @ layer.inward) / max(float(np.linalg.norm(off)), 1e-9) if layer is not None else 0.0
             if best is None or score > best[0] + 1e-9 or (score > best[0] - 1e-9 and facing > best[3] + 1e-9):
                 best = (score, off, across, facing)
+        nudged = i > 0 and isinstance(self.steps[i - 1], Nudge) and self.steps[i - 1].obj == step.obj
+        drawers = [o for o in around if _key(o) in over_it]
+        if drawers and layer is None and not nudged and not self._housed_at(step.obj, model, pos[:2], yaw, around, drawers):
+            nudge = self._out_from_under(step.obj, model, pos, yaw, around, drawers)
+            if nudge is not None:
+                self.steps.insert(i, nudge)
+                self._load(i)
+                return
         _, off, across, _ = best
         jitter = self.rng.uniform(-0.004, 0.004, size=2)
         grasp = np.array([pos[0] + off[0] + jitter[0], pos[1] + off[1] + jitter[1], grasp_z])
@@ -685,7 +718,8 @@ class ScriptedExpert:
         skip = {step.obj, step.goal.args[1], owner[0] if owner else ""}
         # The target and the fixture its region belongs to are left out: the place height already
         # accounts for them, and a region inside a fixture (a shelf's layer, a drawer) is entered
-        # from the front, not over the fixture's top.
+        # from the front, not over the fixture's top. So are the fixtures that the object, standing
+        # beside them, is carried away from (`_left_behind`).
         fixtures = {i for i in inst if i in g.body_of and g.is_fixture(i) and i != g.workspace_name} - skip
         carry_z = max(carry_z, self._pass_over(step, model, grasp, place[:2], skip | self._left_behind(step.obj, target_xy, fixtures)))
         carry = self._carry_speed(step, grasp)
@@ -860,6 +894,109 @@ class ScriptedExpert:
             if gaps[0] > 0.0 and float(gaps.min()) >= float(gaps[0]) - 1e-6:
                 out.add(f)
         return out
+
+    def _drawers_over(self, top: float) -> set:
+        """The keys (`_key`) of the footprints, as `_obstacles` has them, of the drawers standing open whose floor lies
+        above the height `top`."""
+        g = self.env.geometry
+        out = set()
+        for inst, cat in self.env.spec.instances().items():
+            if inst not in g.body_of or not g.is_fixture(inst):
+                continue
+            model = get_model(cat)
+            for region_name, part_name in model.controls:
+                box = g.site_region(f"{inst}_{region_name}")
+                if (box is None or model.part(part_name).joint.kind != "drawer"
+                        or g.joint_value(inst, part_name) < DRAWER_STANDS_OUT or box.center[2] - box.half[2] - DRAWER_FLOOR < top):
+                    continue
+                out |= {_key(o) for o in self._open_parts(inst, model) if np.allclose(o[0], box.center[:2])}
+        return out
+
+    def _out_from_under(self, obj: str, model, pos: np.ndarray, yaw: float, around: list, drawers: list) -> Nudge | None:
+        """How to push `obj`, standing on the table under or within WRIST_RADIUS beside the open `drawers` (footprints
+        of `around` that `_drawers_over` names) where no pinch of it leaves the hand room to come down (`_housed_at`),
+        out from under them: the shortest push, NUDGE_STEP at a time up to NUDGE_MAX in one of NUDGE_WAYS directions,
+        after which a pinch does, the object keeping NUDGE_GAP from everything else on its way and on the table. The
+        closed fingers push it from behind where they have room there (NUDGE_FINGERS from everything, the hand above
+        them clear of what reaches it), else, a bowl, from inside its rim, the hand's housing NUDGE_OVER_RIM above
+        the rim. None when there is no such push.
+
+        LIBERO-90's `KITCHEN_SCENE10`, converted: the cabinet's top drawer stands open over the bowl to be put into
+        it, and the hand, coming down to the bowl's rim, stopped on the drawer (3 of 5 episodes failed)."""
+        env = self.env
+        surface = float(pos[2] - model.half_size[2])
+        if abs(surface - env.arena.table_top_z) > NUDGE_ON_TABLE:
+            return None
+        if footprint_gap(pos[:2], yaw, model, drawers) >= WRIST_RADIUS:
+            return None
+        low = list(footprints(env, {obj}, surface + 0.002).values())
+        table = env.arena.table_full_size
+        extent = float(np.hypot(model.half_size[0], model.half_size[1]))
+        # Pushed from behind, the pads go PUSH_HEIGHT above the table; from inside, the housing clears the rim.
+        behind_at = surface + PUSH_HEIGHT
+        fingers_near = self._obstacles(obj, behind_at, parts=True)
+        inside_at = max(behind_at, surface + 2 * float(model.half_size[2]) + NUDGE_OVER_RIM - HAND_BOTTOM_ABOVE_GRIP)
+        bowl = is_round(model) and model.grasp.kind == "rim"
+        for shift in np.arange(NUDGE_STEP, NUDGE_MAX + 1e-9, NUDGE_STEP):
+            for a in np.arange(NUDGE_WAYS) * 2 * math.pi / NUDGE_WAYS:
+                d = np.array([math.cos(a), math.sin(a)])
+                to = pos[:2] + d * shift
+                if table is not None and np.any(np.abs(to) > np.array(table[:2]) / 2 - extent):
+                    continue
+                if min(footprint_gap(pos[:2] + d * u, yaw, model, low) for u in np.linspace(0.0, shift, 4)[1:]) < NUDGE_GAP:
+                    continue
+                if not self._housed_at(obj, model, to, yaw, around, drawers):
+                    continue
+                behind = pos[:2] - d * (footprint_extent(model, yaw, d) + NUDGE_BACKOFF)
+                if (clearance(behind, fingers_near, rounded=True) >= NUDGE_FINGERS
+                        and hand_clearance(behind, a + math.pi / 2, self._reaching(obj, behind_at)) > 0.0):
+                    return Nudge(obj, to, False, PUSH_HEIGHT)
+                inner = pos[:2] + d * (float(model.half_size[0]) - PUSH_INSIDE)
+                if bowl and hand_clearance(inner, a + math.pi / 2, self._reaching(obj, inside_at)) > 0.0:
+                    return Nudge(obj, to, True, inside_at - surface)
+        return None
+
+    def _reaching(self, obj: str, fingers_z: float) -> list:
+        """Footprints (as `_obstacles` has them, with what stands out of fixtures) of what reaches the hand's housing
+        with the finger pads at `fingers_z`."""
+        housing = fingers_z + HAND_BOTTOM_ABOVE_GRIP
+        return [o for o in self._obstacles(obj, housing, parts=True) if o[4] >= housing]
+
+    def _housed_at(self, obj: str, model, xy: np.ndarray, yaw: float, around: list, drawers: list) -> bool:
+        """Whether a pinch of `obj` standing at `xy` turned by `yaw` (`pinch_candidates`, but those beyond it from the
+        robot's base, as `_load` weighs them) keeps the hand's housing NUDGE_ROOM from `around`, and the wrist
+        WRIST_RADIUS from the open `drawers` standing over the object. Beside LIBERO-90's `KITCHEN_SCENE10` drawer,
+        the wrist came down on it with the housing clear."""
+        base = np.asarray(self.env.arena.robot_base[:2])
+        c, s = math.cos(yaw), math.sin(yaw)
+        for k, (offset, across) in enumerate(pinch_candidates(self.env.spec.instances()[obj], model)):
+            point = xy + np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]])
+            if k > 0 and np.linalg.norm(point - base) > np.linalg.norm(xy - base) + 0.01:
+                continue
+            if hand_clearance(point, yaw + across, around) >= NUDGE_ROOM and clearance(point, drawers) >= WRIST_RADIUS:
+                return True
+        return False
+
+    def _nudge(self, step: Nudge, model) -> list:
+        """Waypoints that push `step.obj` to `step.to` (`_out_from_under`): the hand comes over the place it pushes from
+        at its own height or higher, and ends where it came from, turned as it was, so that the step after finds the
+        arm as it would have found it without the push. Sent on from where a push left it, the arm swung off its way
+        to the next waypoint with the wrist at the end of its range."""
+        g = self.env.geometry
+        pos, rot = g.pos(step.obj), g.rot(step.obj)
+        d = step.to - pos[:2]
+        if float(np.linalg.norm(d)) < 1e-6:
+            return []
+        d = d / float(np.linalg.norm(d))
+        surface = float(pos[2] - model.half_size[2])
+        reach = (float(model.half_size[0]) - PUSH_INSIDE if step.inside
+                 else footprint_extent(model, math.atan2(rot[1, 0], rot[0, 0]), d))
+        p = self.env.robot_proprio()
+        way = push_waypoints(pos[:2], step.to, reach, surface, p["ee_rot"], inside=step.inside, backoff=NUDGE_BACKOFF,
+                             height=step.height)
+        kind, first, *rest = way[0]
+        start = np.array([first[0], first[1], max(float(first[2]), float(p["ee_pos"][2]))])
+        return [(kind, start, *rest)] + way + [("move", p["ee_pos"].copy(), p["ee_rot"].copy(), way[-1][3], None)]
 
     def _slide_in(self, step: SlideIn, model) -> list:
         """Waypoints that push an object lying in a layer's mouth further in, with the closed fingers along the open face."""
@@ -1163,6 +1300,24 @@ HINT_CLEARANCE = 0.02
 # A pinch where the hand's housing would come down on something is ranked as if it had this much less than no
 # clearance, metres: below every pinch that has room for the housing.
 HOUSING_OVERLAP_PENALTY = 0.01
+# A thing standing on the table (its bottom within NUDGE_ON_TABLE of the table's top, metres) under or beside an open
+# drawer, where no pinch leaves the hand's housing room or its wrist WRIST_RADIUS from the drawer, is pushed out from
+# under it (`ScriptedExpert._out_from_under`): NUDGE_STEP further at a time, up to NUDGE_MAX, in one of NUDGE_WAYS
+# directions, until a pinch keeps the housing NUDGE_ROOM from what stands there and the wrist clear, the thing
+# keeping NUDGE_GAP from everything else on its way. From behind, the
+# closed fingers come down NUDGE_BACKOFF behind it where they keep NUDGE_FINGERS (their half width and a few
+# millimetres) from everything; from inside a bowl, with the hand's housing NUDGE_OVER_RIM above its rim. A drawer's
+# floor is taken to be DRAWER_FLOOR thick below its region.
+NUDGE_ON_TABLE = 0.01
+NUDGE_STEP = 0.01
+NUDGE_MAX = 0.1
+NUDGE_WAYS = 16
+NUDGE_ROOM = 0.01
+NUDGE_GAP = 0.005
+NUDGE_BACKOFF = 0.02
+NUDGE_FINGERS = 0.02
+NUDGE_OVER_RIM = 0.01
+DRAWER_FLOOR = 0.01
 # The open hand's outer finger, seen from above: its centre lies FINGER_OUT (metres) beyond the pinch
 # point along the closing direction (the Panda's open fingers, from the hand's centre: 4 to 6.2 cm), and
 # a disc of FINGER_RADIUS about it holds its footprint (2.1 x 2.7 cm) with a few millimetres to spare.
@@ -1189,11 +1344,12 @@ def turn_hand_out(turn: float, offset: np.ndarray, out: np.ndarray, by: float = 
     return max((turn + by, turn - by), key=along_out)
 
 
-def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], float]]:
+def pinch_candidates(category: str, model) -> list[tuple[tuple[float, float], float]]:
     """(offset in the model frame, closing angle from the model's x axis) of each way to hold an object.
 
-    The model's own grasp hint comes first; a round wall adds every other wall box it can be
-    pinched at (closing radially), away from a mug's handle.
+    The model's own grasp hint comes first. A round wall adds every other wall box it can be pinched at (closing
+    radially), away from a mug's handle; a box lying flat, held across its middle, adds the two holds BODY_SHIFT to
+    either side of its middle along the fingers' pads.
     """
     hint = model.grasp
     out = [(tuple(hint.offset), hint.across_yaw)]
@@ -1220,6 +1376,11 @@ def rim_candidates(category: str, model) -> list[tuple[tuple[float, float], floa
             continue
         out.append(((axis[0] + radius * math.cos(a), axis[1] + radius * math.sin(a)), a))
     return out
+
+
+def _key(footprint) -> tuple:
+    """A footprint (as `ScriptedExpert._obstacles` has them) told apart from others by its centre and top."""
+    return (round(float(footprint[0][0]), 6), round(float(footprint[0][1]), 6), round(float(footprint[4]), 6))
 
 
 def clearance(point: np.ndarray, obstacles: list, rounded: bool = False) -> float:

@@ -40,7 +40,7 @@ PUSH_SPEED = 0.8
 
 
 def push_waypoints(start_xy: np.ndarray, target_xy: np.ndarray, radius: float, surface_z: float, ee_rot: np.ndarray,
-                   inside: bool = False) -> list:
+                   inside: bool = False, backoff: float = PUSH_BACKOFF, height: float | None = None) -> list:
     """Waypoints that push an object lying at `start_xy` until its centre reaches `target_xy`.
 
     Args:
@@ -50,6 +50,9 @@ def push_waypoints(start_xy: np.ndarray, target_xy: np.ndarray, radius: float, s
         surface_z: height of the surface it slides on, metres.
         ee_rot: the hand's rotation now (the fingers' closing direction is chosen nearest to it).
         inside: push a round thing with a rim (a plate) from inside it, not from behind.
+        backoff: how far behind the object the fingers come down (metres), pushed from behind.
+        height: the finger pads' centre above the surface while pushing (metres); by default PUSH_HEIGHT, and
+            PUSH_INSIDE_LOWER less pushed from inside.
 
     Returns:
         ("move", position, rotation, grip, speed) waypoints for `ScriptedExpert`.
@@ -63,12 +66,12 @@ def push_waypoints(start_xy: np.ndarray, target_xy: np.ndarray, radius: float, s
     hand = hand_down_rotation(nearest_equivalent_yaw(math.atan2(d[1], d[0]) + math.pi / 2, ee_rot))
     if inside:
         # The fingers touch the rim on the target's side from within, and end as far beyond the target.
-        z = surface_z + PUSH_HEIGHT - PUSH_INSIDE_LOWER
+        z = surface_z + (PUSH_HEIGHT - PUSH_INSIDE_LOWER if height is None else height)
         behind = start_xy + d * radius
         end = target_xy + d * radius
     else:
-        z = surface_z + PUSH_HEIGHT
-        behind = start_xy - d * (radius + PUSH_BACKOFF)
+        z = surface_z + (PUSH_HEIGHT if height is None else height)
+        behind = start_xy - d * (radius + backoff)
         end = target_xy - d * radius
     way = [
         ("move", np.array([*behind, z + PUSH_ABOVE]), hand, CLOSED, None),
