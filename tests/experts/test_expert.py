@@ -329,13 +329,9 @@ def test_a_plate_with_a_cabinet_behind_it_is_pushed_from_inside_its_rim(tmp_path
     plate push: 0 of 5 episodes); from inside its rim it arrives. A tray there is still pushed from behind: the
     closed fingers came down on its rim along its diagonal."""
     from libero_ll.assets.categories import get_model
-    from libero_ll.envs.env import EnvConfig, LiberoEnv
     from libero_ll.experts import expert as expert_module
     from libero_ll.experts.expert import ScriptedExpert
 
-    path = tmp_path / "push_the_plate_away_from_the_cabinet.bddl"
-    path.write_text(PLATE_BY_A_CABINET)
-    env = LiberoEnv(str(path), EnvConfig(render=False))
     chosen = []
     original = expert_module.ScriptedExpert._push_from_inside
 
@@ -343,29 +339,26 @@ def test_a_plate_with_a_cabinet_behind_it_is_pushed_from_inside_its_rim(tmp_path
         chosen.append(original(self, *args))
         return chosen[-1]
 
-    try:
+    with _env_of_text(tmp_path, "push_the_plate_away_from_the_cabinet", PLATE_BY_A_CABINET) as env:
         expert_module.ScriptedExpert._push_from_inside = spy
-        for seed in (0, 1):
-            env.reset(seed=seed)
-            expert = ScriptedExpert(env, np.random.default_rng(seed))
-            for _ in range(300):
-                _, done, _ = env.step(np.asarray(expert.act(), dtype=np.float32))
-                if done:
-                    break
-            assert done, (seed, env.geometry.pos("plate_1"))
-    finally:
-        expert_module.ScriptedExpert._push_from_inside = original
-        env.close()
+        try:
+            for seed in (0, 1):
+                env.reset(seed=seed)
+                expert = ScriptedExpert(env, np.random.default_rng(seed))
+                for _ in range(300):
+                    _, done, _ = env.step(np.asarray(expert.act(), dtype=np.float32))
+                    if done:
+                        break
+                assert done, (seed, env.geometry.pos("plate_1"))
+        finally:
+            expert_module.ScriptedExpert._push_from_inside = original
     assert chosen == [True, True]
-    path.write_text(PLATE_BY_A_CABINET.replace("plate_1 - plate", "plate_1 - wooden_tray"))
-    env = LiberoEnv(str(path), EnvConfig(render=False))
-    try:
+    tray_text = PLATE_BY_A_CABINET.replace("plate_1 - plate", "plate_1 - wooden_tray")
+    with _env_of_text(tmp_path, "push_the_plate_away_from_the_cabinet", tray_text) as env:
         env.reset(seed=0)
         expert = ScriptedExpert(env, np.random.default_rng(0))
         tray = get_model("wooden_tray")
         assert not expert._push_from_inside("plate_1", tray, env.geometry.pos("plate_1")[:2] - [0.0, 0.15], 1.57, 0.8)
-    finally:
-        env.close()
 
 
 PUDDING_RIGHT_OF_THE_PLATE = """\
@@ -413,15 +406,12 @@ def test_a_range_beside_a_plate_that_reaches_under_its_middle_gets_the_object_wh
     rim lies under the pudding, which came down on it and stood tilted there (here the goal still held, the pudding
     touching the table; in LIBERO-Long's scene it did not). The expert puts it where the range leaves it room."""
     from libero_ll.assets.categories import get_model
-    from libero_ll.envs.env import EnvConfig, LiberoEnv
     from libero_ll.experts.expert import ScriptedExpert, footprint_gap
     from libero_ll.experts.skills import footprints
 
-    path = tmp_path / "put_the_chocolate_pudding_to_the_right_of_the_plate.bddl"
-    path.write_text(PUDDING_RIGHT_OF_THE_PLATE)
-    env = LiberoEnv(str(path), EnvConfig(render=False))
     pudding = get_model("chocolate_pudding")
-    try:
+    task = "put_the_chocolate_pudding_to_the_right_of_the_plate"
+    with _env_of_text(tmp_path, task, PUDDING_RIGHT_OF_THE_PLATE) as env:
         for seed in (0, 1):
             env.reset(seed=seed)
             g = env.geometry
@@ -438,8 +428,6 @@ def test_a_range_beside_a_plate_that_reaches_under_its_middle_gets_the_object_wh
             # Flat on the table, not tilted on the plate's rim (where On still held: it touched the table).
             up, height = g.rot("chocolate_pudding_1")[2, 2], g.pos("chocolate_pudding_1")[2] - origin[2]
             assert up > 0.99 and height < pudding.half_size[2] + 0.005, (seed, up, height)
-    finally:
-        env.close()
 
 
 BOWL_IN_A_SMALL_DRAWER = """\
@@ -482,13 +470,10 @@ def test_a_bowl_in_a_drawer_too_tight_for_the_open_outer_finger_is_picked_with_t
     """LIBERO's cabinet's drawers are 15 cm deep inside and its bowl 10.7 cm across: beside the bowl's wall the open
     outer finger (6.2 cm out from the hand's centre) came down on the drawer's wall, the hand stopped above the rim
     and the fingers closed on nothing (expert 0.24). The hand now comes down further in."""
-    from libero_ll.envs.env import EnvConfig, LiberoEnv
     from libero_ll.experts.expert import ScriptedExpert
 
-    path = tmp_path / "pick_up_the_black_bowl_in_the_top_drawer_and_place_it_on_the_plate.bddl"
-    path.write_text(BOWL_IN_A_SMALL_DRAWER)
-    env = LiberoEnv(str(path), EnvConfig(render=False))
-    try:
+    task = "pick_up_the_black_bowl_in_the_top_drawer_and_place_it_on_the_plate"
+    with _env_of_text(tmp_path, task, BOWL_IN_A_SMALL_DRAWER) as env:
         for seed in (0, 1):
             env.reset(seed=seed)
             start = env.geometry.pos("small_akita_black_bowl_1")
@@ -500,8 +485,6 @@ def test_a_bowl_in_a_drawer_too_tight_for_the_open_outer_finger_is_picked_with_t
                 if done:
                     break
             assert lifted > 0.05 and done, (seed, lifted, env.geometry.pos("small_akita_black_bowl_1"))
-    finally:
-        env.close()
 
 
 def test_a_plate_pushed_with_the_hand_pressing_down_a_little_still_slides_to_the_stove_front():
@@ -588,6 +571,20 @@ def test_highest_top_near_a_path_counts_only_what_is_near_it():
     assert highest_top_near([tall, low, far], a, b, 0.06) == 0.95
     assert highest_top_near([tall, low, far], a, b, 0.01) == 0.85
     assert highest_top_near([far], a, b, 0.06) == -np.inf
+
+
+@contextmanager
+def _env_of_text(folder: Path, name: str, text: str):
+    """The environment (no rendering) of a task file `name`.bddl with `text`, written into `folder`; closed after."""
+    from libero_ll.envs.env import EnvConfig, LiberoEnv
+
+    path = folder / f"{name}.bddl"
+    path.write_text(text)
+    env = LiberoEnv(str(path), EnvConfig(render=False))
+    try:
+        yield env
+    finally:
+        env.close()
 
 
 @contextmanager
@@ -902,13 +899,10 @@ def test_a_box_beside_a_bottle_is_held_off_its_middle_away_from_the_bottle(tmp_p
     """LIBERO-Object's cream cheese, converted, stood 6 cm beside the tomato sauce: held at its middle, the hand's
     housing came down on the sauce, stopped 3 cm above the grasp and closed on nothing (1 of 5 demo seeds). Expert 0.30
     holds it off its middle, away from the sauce."""
-    from libero_ll.envs.env import EnvConfig, LiberoEnv
     from libero_ll.experts.expert import ScriptedExpert
 
-    path = tmp_path / "pick_up_the_cream_cheese_and_place_it_in_the_basket.bddl"
-    path.write_text(CREAM_CHEESE_BESIDE_A_BOTTLE)
-    env = LiberoEnv(str(path), EnvConfig(render=False))
-    try:
+    task = "pick_up_the_cream_cheese_and_place_it_in_the_basket"
+    with _env_of_text(tmp_path, task, CREAM_CHEESE_BESIDE_A_BOTTLE) as env:
         for seed in (1, 2):
             env.reset(seed=seed)
             start = env.geometry.pos("cream_cheese_1")
@@ -921,8 +915,6 @@ def test_a_box_beside_a_bottle_is_held_off_its_middle_away_from_the_bottle(tmp_p
                 if done:
                     break
             assert done, seed
-    finally:
-        env.close()
 
 
 BOWL_UNDER_AN_OPEN_DRAWER = """\
@@ -952,13 +944,10 @@ def test_a_bowl_under_an_open_drawer_is_pushed_out_from_under_it_then_put_in(tmp
     """LIBERO-90's KITCHEN_SCENE10, converted: the top drawer stands open over the bowl to be put into it, and the hand,
     coming down to the bowl's rim, stopped on the drawer (3 of 5 demo seeds). Expert 0.31 pushes the bowl out from
     under the drawer first (`Nudge`); without that push none of these seeds reaches the goal in 400 steps."""
-    from libero_ll.envs.env import EnvConfig, LiberoEnv
     from libero_ll.experts.expert import Nudge, ScriptedExpert
 
-    path = tmp_path / "put_the_black_bowl_in_the_top_drawer_of_the_cabinet.bddl"
-    path.write_text(BOWL_UNDER_AN_OPEN_DRAWER)
-    env = LiberoEnv(str(path), EnvConfig(render=False))
-    try:
+    task = "put_the_black_bowl_in_the_top_drawer_of_the_cabinet"
+    with _env_of_text(tmp_path, task, BOWL_UNDER_AN_OPEN_DRAWER) as env:
         for seed in (1, 2):
             env.reset(seed=seed)
             start = env.geometry.pos("akita_black_bowl_1")
@@ -971,5 +960,3 @@ def test_a_bowl_under_an_open_drawer_is_pushed_out_from_under_it_then_put_in(tmp
                 if done:
                     break
             assert pushed and info["success"], seed
-    finally:
-        env.close()
