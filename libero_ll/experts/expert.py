@@ -540,7 +540,6 @@ class ScriptedExpert:
             raise LiberoError(f"the scripted expert does not know how to grasp a {inst[step.obj]}")
         pos, rot = g.pos(step.obj), g.rot(step.obj)
         yaw = math.atan2(rot[1, 0], rot[0, 0])
-        c, s = math.cos(yaw), math.sin(yaw)
         bottom = pos[2] - model.half_size[2]
         grasp_z = bottom + model.grasp.height
         # What the fingers could meet (tops reaching their height) and, further out along the closing
@@ -585,12 +584,9 @@ class ScriptedExpert:
             place_around = [o for o in self._obstacles({step.obj, step.goal.args[1]}, place_grip_z + HAND_BOTTOM_ABOVE_GRIP)
                             if o[4] >= place_grip_z + HAND_BOTTOM_ABOVE_GRIP]
             place_check = (tgt[:2], place_around)
-        for k, (offset, across) in enumerate(pinch_candidates(inst[step.obj], model)):
-            off = np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]])
+        for k, off, across in pinch_offsets(inst[step.obj], model, pos[:2], yaw, base):
             radial = np.array([math.cos(yaw + across), math.sin(yaw + across)])
             point = pos[:2] + off
-            if k > 0 and np.linalg.norm(point - base) > np.linalg.norm(pos[:2] - base) + 0.01:
-                continue  # the far side of a wall is the edge of the Panda's reach
             # The hand is 20 cm wide along the closing direction: look a little beyond the pinch too.
             outward = radial * np.sign(radial @ off)
             outer = point + outward * 0.05
@@ -899,18 +895,10 @@ class ScriptedExpert:
         """The keys (`_key`) of the footprints, as `_obstacles` has them, of the drawers standing open whose floor lies
         above the height `top`."""
         g = self.env.geometry
-        out = set()
-        for inst, cat in self.env.spec.instances().items():
-            if inst not in g.body_of or not g.is_fixture(inst):
-                continue
-            model = get_model(cat)
-            for region_name, part_name in model.controls:
-                box = g.site_region(f"{inst}_{region_name}")
-                if (box is None or model.part(part_name).joint.kind != "drawer"
-                        or g.joint_value(inst, part_name) < DRAWER_STANDS_OUT or box.center[2] - box.half[2] - DRAWER_FLOOR < top):
-                    continue
-                out |= {_key(o) for o in self._open_parts(inst, model) if np.allclose(o[0], box.center[:2])}
-        return out
+        return {_key(footprint)
+                for inst, cat in self.env.spec.instances().items() if inst in g.body_of and g.is_fixture(inst)
+                for box, footprint in self._open_drawers(inst, get_model(cat))
+                if box.center[2] - box.half[2] - DRAWER_FLOOR >= top}
 
     def _out_from_under(self, obj: str, model, pos: np.ndarray, yaw: float, around: list, drawers: list) -> Nudge | None:
         """How to push `obj`, standing on the table under or within WRIST_RADIUS beside the open `drawers` (footprints
@@ -968,14 +956,8 @@ class ScriptedExpert:
         WRIST_RADIUS from the open `drawers` standing over the object. Beside LIBERO-90's `KITCHEN_SCENE10` drawer,
         the wrist came down on it with the housing clear."""
         base = np.asarray(self.env.arena.robot_base[:2])
-        c, s = math.cos(yaw), math.sin(yaw)
-        for k, (offset, across) in enumerate(pinch_candidates(self.env.spec.instances()[obj], model)):
-            point = xy + np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]])
-            if k > 0 and np.linalg.norm(point - base) > np.linalg.norm(xy - base) + 0.01:
-                continue
-            if hand_clearance(point, yaw + across, around) >= NUDGE_ROOM and clearance(point, drawers) >= WRIST_RADIUS:
-                return True
-        return False
+        return any(hand_clearance(xy + off, yaw + across, around) >= NUDGE_ROOM and clearance(xy + off, drawers) >= WRIST_RADIUS
+                   for _, off, across in pinch_offsets(self.env.spec.instances()[obj], model, xy, yaw, base))
 
     def _nudge(self, step: Nudge, model) -> list:
         """Waypoints that push `step.obj` to `step.to` (`_out_from_under`): the hand comes over the place it pushes from
@@ -1088,6 +1070,11 @@ class ScriptedExpert:
     def _open_parts(self, inst: str, model) -> list:
         """Footprints of a fixture's moving parts that stand out of it, as `_obstacles` has them: its drawers pulled
         open, and its doors swung open (`_open_doors`)."""
+        return [footprint for _, footprint in self._open_drawers(inst, model)] + self._open_doors(inst, model)
+
+    def _open_drawers(self, inst: str, model) -> list:
+        """(region box, footprint as `_obstacles` has it) of each of a fixture's drawers pulled open: the box of its
+        region, DRAWER_WALL wider each way, up to the region's top."""
         g = self.env.geometry
         out = []
         for region_name, part_name in model.controls:
@@ -1099,8 +1086,8 @@ class ScriptedExpert:
                 continue
             yaw = math.atan2(box.rot[1, 0], box.rot[0, 0])
             half_x, half_y = box.half[0] + DRAWER_WALL, box.half[1] + DRAWER_WALL
-            out.append((box.center[:2], yaw, half_x, half_y, box.center[2] + box.half[2], False))
-        return out + self._open_doors(inst, model)
+            out.append((box, (box.center[:2], yaw, half_x, half_y, box.center[2] + box.half[2], False)))
+        return out
 
     def _open_doors(self, inst: str, model) -> list:
         """Footprints of a fixture's doors that stand open (swung out of its front), as `_obstacles` has them: the
@@ -1376,6 +1363,17 @@ def pinch_candidates(category: str, model) -> list[tuple[tuple[float, float], fl
             continue
         out.append(((axis[0] + radius * math.cos(a), axis[1] + radius * math.sin(a)), a))
     return out
+
+
+def pinch_offsets(category: str, model, xy: np.ndarray, yaw: float, base: np.ndarray):
+    """(index, world offset from the object's centre, closing angle from its x axis) of each of `pinch_candidates` of
+    an object standing at `xy` turned by `yaw`, but those beyond the object from the robot's `base` (all xy): the far
+    side of a wall is the edge of the Panda's reach. The grasp hint, index 0, always comes."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    for k, (offset, across) in enumerate(pinch_candidates(category, model)):
+        off = np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]])
+        if k == 0 or np.linalg.norm(xy + off - base) <= np.linalg.norm(xy - base) + 0.01:
+            yield k, off, across
 
 
 def _key(footprint) -> tuple:
