@@ -24,6 +24,7 @@ from libero_ll.assets.categories import get_model
 from libero_ll.assets.fixtures import HANDLE_STANDOFF
 from libero_ll.envs.thresholds import DOOR_OPEN
 from libero_ll.experts.skills import (
+    WRIST_LIMIT,
     clearances,
     footprints,
     hand_and_wrist,
@@ -190,8 +191,11 @@ def _work_handle(
         steps: waypoints along the path.
         depth: pushing, how far in front of the bar's axis the finger pads' centre rests, metres.
         approach: pushing, how far in front of that the hand comes down, metres.
-        over: pushing, callable(a, b) → the height (metres) at which the hand crosses from a to b, at least; it
+        over: callable(a, b) → the height (metres) at which the hand crosses from a to b, at least. Pushing, it
             crosses at its own height or at the height it comes down from, whichever is higher, without one.
+            Pulling, it crosses straight to above the bar unless `over` asks for more: then it rises where it is,
+            turned as it is, and crosses at that height, turning on the way the way round that keeps the wrist in
+            its range.
     """
     up = np.array([0, 0, ABOVE])
     if pulling:
@@ -200,8 +204,26 @@ def _work_handle(
         hand = _pinch_hand(-out, PINCH_PITCH, handle[1])
         front = handle + out * PINCH_APPROACH
         grip = handle - out * PINCH_DEPTH
-        way = [
-            ("move", front + up, _pinch_hand(-out, math.pi / 2, handle[1]), OPEN),
+        down = _pinch_hand(-out, math.pi / 2, handle[1])
+        way = []
+        if over is not None:
+            hand_at = env.robot_proprio()["ee_pos"]
+            high = over(hand_at, front + up)
+            if high > max(hand_at[2], front[2] + ABOVE) + 0.01:
+                now, wrist = hand_and_wrist(env)
+                risen = np.array([hand_at[0], hand_at[1], high])
+                across = np.array([front[0], front[1], high])
+                way = _legs(hand_at, risen, now, OPEN)
+                # Both rotations point down: the turn between them is about the vertical, and near half a
+                # revolution either way round would do; half of it on the way makes it the way round that keeps
+                # the Panda's last joint (which turns by about minus the hand's turn) within its range.
+                turn = math.atan2((down @ now.T)[1, 0], (down @ now.T)[0, 0])
+                turn = min((turn, turn - 2 * math.pi, turn + 2 * math.pi),
+                           key=lambda t: (abs(wrist - t) > WRIST_LIMIT, abs(t)))
+                way.append(("via", (risen + across) / 2, _rot_z(turn / 2) @ now, OPEN))
+                way.append(("move", across, down, OPEN))
+        way += [
+            ("move", front + up, down, OPEN),
             ("move", front, hand, OPEN),
             ("move", grip, hand, OPEN),
             ("hold", PINCH_CLOSE_STEPS, hand, CLOSED),
@@ -210,13 +232,12 @@ def _work_handle(
         back = last + turn @ out * PINCH_APPROACH
         # Let go, back off, and point the hand down again as it was before it tipped towards the
         # face: the next skill starts from a wrist that is not wound up.
-        down = turn @ _pinch_hand(-out, math.pi / 2, handle[1])
         clear = back + turn @ out * PINCH_APPROACH * 0.5 + up
         return way + follow + [
             ("hold", 6, turn @ hand, OPEN),
             ("move", back, turn @ hand, OPEN),
             ("move", clear, turn @ hand, OPEN),
-            ("move", clear, down, OPEN),
+            ("move", clear, turn @ down, OPEN),
         ]
     start = handle + out * depth
     hand = _hook_hand(env, -out, swinging=not np.allclose(path(steps, steps)[1], np.eye(3)))
@@ -323,7 +344,7 @@ def drawer(env, inst: str, part: str, opening: bool, rng) -> list:
     travel = (min(DRAWER_PULL_TO, joint.range[1] - 0.005) if opening else DRAWER_PUSH_TO) - q
     path = lambda k, n: (out * travel * k / n, np.eye(3))  # noqa: E731
     if opening:
-        return _work_handle(env, handle, out, path, pulling=True)
+        return _work_handle(env, handle, out, path, pulling=True, over=lambda a, b: pass_over(env, inst, a, b))
     approach = push_approach(env, inst, handle + out * DRAWER_PUSH_DEPTH, out)
     return _work_handle(env, handle, out, path, pulling=False, steps=DRAWER_PUSH_STEPS, depth=DRAWER_PUSH_DEPTH,
                         approach=approach, over=lambda a, b: pass_over(env, inst, a, b))
@@ -343,7 +364,7 @@ def push_approach(env, inst: str, start: np.ndarray, out: np.ndarray) -> float:
 
 def pass_over(env, inst: str, a: np.ndarray, b: np.ndarray) -> float:
     """The height (metres; -inf where nothing is in the way) at which the hand, crossing from `a` to `b` on its way
-    to push a handle of `inst`, passes CROSS_ABOVE over what (but `inst`) stands near its way (`highest_top_near`,
+    to a handle of `inst`, passes CROSS_ABOVE over what (but `inst`) stands near its way (`highest_top_near`,
     within HAND_HALF_LENGTH) and reaches above the lower end."""
     standing = list(footprints(env, inst, min(a[2], b[2])).values())
     return highest_top_near(standing, a, b, HAND_HALF_LENGTH) + CROSS_ABOVE

@@ -119,7 +119,10 @@ from libero_ll.experts.skills import (
 # from inside its rim, where no pinch leaves the hand's housing room to come down or its wrist clear of the drawer
 # (`Nudge`, `_out_from_under`: LIBERO-90's KITCHEN_SCENE10 bowl, converted); an open drawer over a thing is no longer
 # taken for a container it stands in.
-EXPERT_VERSION = "scripted-expert 0.31"
+# 0.32 crosses to a drawer's handle that it pulls open above anything tall standing near its way (`pass_over`, as it
+# does to push one shut), rising where it is first (LIBERO-Goal's wine bottle, converted, beside the cabinet whose
+# middle drawer it opens: the hand knocked it over against the drawer, which then stuck).
+EXPERT_VERSION = "scripted-expert 0.32"
 
 # An object put into a region beside others (`free_spot`): the gap (metres) that is room enough, and the most
 # gap that counts when no place nearer the robot has that room.

@@ -583,3 +583,59 @@ def write_folder(folder: Path) -> list[Path]:
         path.write_text(text)
         paths.append(path)
     return paths
+
+# LIBERO's wooden cabinet on the plain table, turned (yaw pi) so that its drawers open towards the table's middle
+# from the right, with a wine bottle (24 cm tall) 20 cm to the robot's side of it: the layout of LIBERO-Goal's
+# "open the middle drawer of the cabinet".
+MIDDLE_DRAWER_BESIDE_BOTTLE = """\
+(define (problem LIBERO_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language open the middle drawer of the cabinet)
+    (:regions
+      (wine_bottle_region
+          (:target main_table)
+          (:ranges (
+              (-0.21 -0.06 -0.19 -0.04)
+            )
+          )
+      )
+      (cabinet_region
+          (:target main_table)
+          (:ranges (
+              (0.02 -0.25 0.04 -0.23)
+            )
+          )
+          (:yaw_rotation (
+              (3.141592653589793 3.141592653589793)
+            )
+          )
+      )
+      (middle_region
+          (:target wooden_cabinet_1)
+      )
+    )
+
+  (:fixtures
+    main_table - table
+    wooden_cabinet_1 - wooden_cabinet
+  )
+
+  (:objects
+    wine_bottle_1 - wine_bottle
+  )
+
+  (:obj_of_interest
+    wooden_cabinet_1
+  )
+
+  (:init
+    (On wine_bottle_1 main_table_wine_bottle_region)
+    (On wooden_cabinet_1 main_table_cabinet_region)
+  )
+
+  (:goal
+    (And (Open wooden_cabinet_1_middle_region))
+  )
+
+)
+"""
