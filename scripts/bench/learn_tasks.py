@@ -109,9 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(REPO))
     from libero_ll.errors import LiberoError
     from libero_ll.experiments.config import load_config
+    from libero_ll.experiments.lifelong import suite_tasks
 
     try:
         cfg = load_config(a.config, a.overrides + [f"suite={a.suite}"])
+        suite_tasks(a.suite, a.tasks)  # an unknown or repeated name fails here, naming the known ones
     except LiberoError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -37,6 +37,16 @@ def test_the_curve_is_read_from_the_runs_success_file(tmp_path):
     assert read_curve(tmp_path) == [(0, 0.0), (5, 0.45)]
 
 
+def test_an_unknown_task_is_named_before_anything_runs(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/bench/learn_tasks.py"), "configs/smoke.yaml", str(tmp_path / "out"),
+         "--suite", "quickstart", "--tasks", "put_the_soup_in_the_bowl", "--work", str(tmp_path / "work")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ") and "put_the_soup_in_the_bowl" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "work").exists()
+
+
 @pytest.mark.slow
 def test_two_tasks_are_learnt_at_once_and_stopped_after_the_epoch_asked_for(tmp_path):
     tasks = ["put_the_alphabet_soup_in_the_basket", "put_the_black_bowl_on_the_plate"]
